@@ -1,0 +1,29 @@
+"""Shared pytest fixtures and paths."""
+
+import os
+import pathlib
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+CHAPTERS = REPO / "chapters"
+ARTIFACTS = REPO / "tests" / "artifacts"
+# The English–French pairs the tests use, beside the checkout (see ../shared/data/README.md).
+SHARED_DATA = REPO.parent / "shared" / "data" / "fra-eng.txt"
+
+
+@pytest.fixture(scope="session")
+def shared_pairs_file() -> pathlib.Path:
+    """Path of the shared eng-fra file; fails (not skips) when it is missing."""
+    if not SHARED_DATA.is_file():
+        pytest.fail(f"test data not found at {SHARED_DATA}; the tests expect the course's "
+                    f"'shared/data/fra-eng.txt' beside the checkout")
+    return SHARED_DATA
+
+
+@pytest.fixture
+def artifacts_dir(request) -> pathlib.Path:
+    """A folder under tests/artifacts/ for screenshots and other outputs of one test."""
+    path = ARTIFACTS / request.node.name.replace("/", "_").replace("[", "_").replace("]", "")
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,84 @@
+"""Masks for variable-length sequences: ``sequence_mask`` and ``masked_softmax``.
+
+Valid lengths follow the book's convention:
+- 1-D, shape ``(batch,)``: one length per sequence, shared by all its queries;
+- 2-D, shape ``(batch, queries)``: one length per query (e.g. a causal mask).
+Only the first ``valid_len`` keys of a row take part in the softmax; the rest get weight 0.
+"""
+
+import torch
+from torch.nn import functional as F
+
+# Scores of masked keys are replaced by this before the softmax; exp(-1e6) is exactly 0 in
+# float32, so masked keys get no weight as long as one key per row is valid.
+MASK_VALUE = -1e6
+
+
+def _as_length_tensor(valid_lens, device) -> torch.Tensor:
+    lens = torch.as_tensor(valid_lens, device=device)
+    if lens.is_floating_point():
+        if not torch.equal(lens, lens.round()):
+            raise ValueError(f"valid lengths must be whole numbers, got {lens.tolist()}")
+    elif lens.dtype == torch.bool or lens.is_complex():
+        raise ValueError(f"valid lengths must be integers, got dtype {lens.dtype}")
+    return lens.long()
+
+
+def check_valid_lens(valid_lens, batch: int, queries: int, keys: int) -> torch.Tensor:
+    """Validate ``valid_lens`` for scores of shape (batch, queries, keys).
+
+    Returns the lengths as a long tensor of shape (batch, queries).
+    """
+    lens = _as_length_tensor(valid_lens, device=None)
+    if lens.dim() == 1 and lens.shape[0] == batch:
+        lens = lens[:, None].expand(batch, queries)          # (batch,) -> (batch, queries)
+    elif not (lens.dim() == 2 and tuple(lens.shape) == (batch, queries)):
+        raise ValueError(
+            f"valid_lens has shape {tuple(lens.shape)} but scores have shape "
+            f"({batch}, {queries}, {keys}); pass shape ({batch},) for one length per sequence "
+            f"or ({batch}, {queries}) for one length per query")
+    if (lens < 0).any():
+        raise ValueError(f"valid_lens must be >= 0, got {lens.min().item()} "
+                         f"(scores have shape ({batch}, {queries}, {keys}))")
+    if (lens > keys).any():
+        raise ValueError(f"valid_lens {lens.max().item()} is longer than the key axis "
+                         f"({keys} keys; scores have shape ({batch}, {queries}, {keys})); "
+                         f"lengths must lie in 0..{keys}")
+    return lens
+
+
+def sequence_mask(X: torch.Tensor, valid_len, value: float = 0.0) -> torch.Tensor:
+    """Replace the entries of ``X`` beyond each row's valid length by ``value``.
+
+    X: (batch, steps, ...); valid_len: (batch,). Returns a new tensor (X is not modified).
+    """
+    if X.dim() < 2:
+        raise ValueError(f"X must have shape (batch, steps, ...), got {tuple(X.shape)}")
+    batch, steps = X.shape[0], X.shape[1]
+    lens = _as_length_tensor(valid_len, X.device)
+    if lens.dim() != 1 or lens.shape[0] != batch:
+        raise ValueError(f"valid_len has shape {tuple(lens.shape)} but X has shape "
+                         f"{tuple(X.shape)}; pass one length per row, shape ({batch},)")
+    if (lens < 0).any() or (lens > steps).any():
+        raise ValueError(f"valid_len values {lens.tolist()} must lie in 0..{steps} "
+                         f"(X has {steps} steps along dim 1)")
+    keep = torch.arange(steps, device=X.device)[None, :] < lens[:, None]  # (batch, steps)
+    keep = keep.reshape(batch, steps, *([1] * (X.dim() - 2)))
+    return X.masked_fill(~keep, value)
+
+
+def masked_softmax(X: torch.Tensor, valid_lens=None) -> torch.Tensor:
+    """Softmax over the last axis of X (batch, queries, keys), ignoring keys past valid_lens.
+
+    valid_lens: None, (batch,) or (batch, queries). A row with valid length 0 has no key to
+    attend to and gets all-zero weights.
+    """
+    if X.dim() != 3:
+        raise ValueError(f"scores must have shape (batch, queries, keys), got {tuple(X.shape)}")
+    if valid_lens is None:
+        return F.softmax(X, dim=-1)
+    batch, queries, keys = X.shape
+    lens = check_valid_lens(valid_lens, batch, queries, keys).to(X.device)   # (batch, queries)
+    keep = torch.arange(keys, device=X.device)[None, None, :] < lens[..., None]  # (b, q, k)
+    weights = F.softmax(X.masked_fill(~keep, MASK_VALUE), dim=-1)
+    return weights.masked_fill(~keep, 0.0)
