@@ -5,6 +5,10 @@ import pathlib
 
 import pytest
 
+# Notebooks under tests/ are fixtures (browser probes, grading submissions), not lessons:
+# never collect them with --nbval. Lessons are passed explicitly (see the Makefile).
+collect_ignore_glob = ["**/*.ipynb"]
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 CHAPTERS = REPO / "chapters"
 ARTIFACTS = REPO / "tests" / "artifacts"

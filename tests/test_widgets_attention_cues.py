@@ -43,8 +43,8 @@ def test_artists_are_updated_in_place(explorer):
 
 
 def test_higher_temperature_flattens_lower_sharpens(explorer):
-    explorer.controls["q1"].value = 4.0
-    explorer.controls["q2"].value = 6.0
+    explorer.controls["q1"].value = 1.0
+    explorer.controls["q2"].value = 1.5
     middle = _weights(explorer).max()
     explorer.controls["temperature"].value = 10.0
     flat = _weights(explorer)

@@ -7,11 +7,11 @@ import numpy as np
 import torch
 
 
-def set_seed(seed: int = 0, deterministic: bool = True) -> torch.Generator:
+def set_seed(seed: int = 0, deterministic: bool = True) -> None:
     """Seed Python's ``random``, NumPy and PyTorch; switch on deterministic algorithms.
 
-    Returns a ``torch.Generator`` seeded with ``seed`` for DataLoaders and samplers that
-    want their own stream.
+    Call it once at the top of a lesson, exercise or test. For a DataLoader or sampler that
+    wants its own random stream, use ``seeded_generator``.
     """
     if not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}; pass e.g. set_seed(0)")
@@ -21,6 +21,10 @@ def set_seed(seed: int = 0, deterministic: bool = True) -> torch.Generator:
     # Needed by some CUDA kernels under deterministic mode; harmless on CPU.
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(deterministic)
+
+
+def seeded_generator(seed: int = 0) -> torch.Generator:
+    """A ``torch.Generator`` of its own, seeded with ``seed`` (for DataLoader shuffling)."""
     generator = torch.Generator()
     generator.manual_seed(seed)
     return generator
