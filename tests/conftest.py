@@ -7,7 +7,7 @@ import pytest
 
 # Notebooks under tests/ are fixtures (browser probes, grading submissions), not lessons:
 # never collect them with --nbval. Lessons are passed explicitly (see the Makefile).
-collect_ignore_glob = ["**/*.ipynb"]
+collect_ignore_glob = ["*.ipynb"]   # fnmatch: "*" also spans sub-folders
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 CHAPTERS = REPO / "chapters"
