@@ -1,0 +1,381 @@
+"""English–French sentence pairs: find the file, preprocess, build vocabularies, batch.
+
+Where the data comes from (first match wins, see ``find_data_file``):
+
+1. an explicit ``path`` argument;
+2. the environment variable ``ATTENTION_COURSE_DATA`` (path of a ``fra-eng.txt``/``fra.txt``);
+3. the user cache: ``$XDG_CACHE_HOME/attention-course/fra.txt``
+   (``~/.cache/attention-course/fra.txt`` when ``XDG_CACHE_HOME`` is unset);
+4. a download of the public archive ``fra-eng.zip`` used by Dive into Deep Learning. Its sha1 is
+   checked before anything is extracted; ``fra-eng/fra.txt`` is then extracted into the cache.
+   The URL can be changed with the ``url`` argument or ``ATTENTION_COURSE_DATA_URL``.
+
+File format: one pair a line, ``English<TAB>French``; further tab-separated columns (the
+attribution column of the Anki files) are ignored. The sentences come from the Tatoeba Project
+(tatoeba.org), licence CC-BY 2.0 (France).
+
+Importing this module reads no file and touches no network.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import os
+import pathlib
+import shutil
+import urllib.error
+import urllib.request
+import warnings
+import zipfile
+from typing import Iterable, Sequence
+
+import torch
+from torch.utils import data as torch_data
+
+DATA_ENV_VAR = "ATTENTION_COURSE_DATA"
+URL_ENV_VAR = "ATTENTION_COURSE_DATA_URL"
+DATA_URL = "http://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip"
+DATA_SHA1 = "94646ad1522d915e7b0f9296181140edcf86a4f5"
+ARCHIVE_NAME = "fra-eng.zip"
+ARCHIVE_MEMBER = "fra-eng/fra.txt"
+CACHED_FILE = "fra.txt"
+CACHE_SUBDIR = "attention-course"
+DOWNLOAD_TIMEOUT_S = 60
+
+UNK, PAD, BOS, EOS = "<unk>", "<pad>", "<bos>", "<eos>"
+
+# Every Unicode space separator (category Zs) becomes a plain space. The book names the two
+# that matter most (narrow no-break space U+202F before "!" and "?", no-break space U+00A0);
+# the data also has thin spaces (U+2009, e.g. "Recule !"), which would otherwise end up glued
+# to the word before them ("recule\u2009" as a token).
+_SPACES = "\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+          "\u202f\u205f\u3000"
+_TO_PLAIN_SPACE = str.maketrans({ch: " " for ch in _SPACES})
+_PUNCTUATION = frozenset(",.!?")
+
+
+# --------------------------------------------------------------------------- finding the file
+
+def cache_dir() -> pathlib.Path:
+    """The course's cache folder: ``$XDG_CACHE_HOME/attention-course`` or ``~/.cache/attention-course``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(base) / CACHE_SUBDIR
+
+
+def _check_user_file(path, origin: str) -> pathlib.Path:
+    """A file the user named (argument or env var) must exist: never fall through silently."""
+    path = pathlib.Path(path).expanduser()
+    if path.is_dir():
+        raise FileNotFoundError(f"{origin} points at the folder {path}; point it at the "
+                                f"fra-eng.txt (or fra.txt) file inside it")
+    if not path.is_file():
+        raise FileNotFoundError(f"{origin} points at {path}, which does not exist; fix the path "
+                                f"or leave it unset to use the cache/download")
+    return path
+
+
+def _sha1_of(path: pathlib.Path) -> str:
+    digest = hashlib.sha1()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _verify_archive(archive: pathlib.Path, sha1: str) -> None:
+    """Refuse an archive whose sha1 is wrong: move it aside to ``<name>.corrupt`` and raise."""
+    actual = _sha1_of(archive)
+    if actual != sha1.lower():
+        corrupt = archive.with_name(archive.name + ".corrupt")
+        os.replace(archive, corrupt)
+        raise ValueError(f"checksum mismatch for {archive.name}: sha1 {actual}, expected {sha1}; "
+                         f"refused it and moved it to {corrupt} (nothing was extracted); "
+                         f"delete it and retry, or set {DATA_ENV_VAR} to a local fra-eng.txt")
+
+
+def _extract(archive: pathlib.Path, target: pathlib.Path) -> None:
+    """Extract only ``fra-eng/fra.txt`` to ``target`` (written aside first, then renamed)."""
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            if ARCHIVE_MEMBER not in zf.namelist():
+                raise ValueError(f"{archive} has no member {ARCHIVE_MEMBER!r}; "
+                                 f"it is not the eng-fra archive this course expects")
+            partial = target.with_name(target.name + ".part")
+            with zf.open(ARCHIVE_MEMBER) as src, open(partial, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+    except zipfile.BadZipFile as err:
+        raise ValueError(f"{archive} is not a valid zip file ({err}); delete it and retry") from err
+    os.replace(partial, target)
+
+
+def _download(url: str, archive: pathlib.Path) -> None:
+    """Fetch ``url`` into ``archive`` (through ``<name>.part`` so a broken transfer leaves no zip)."""
+    partial = archive.with_name(archive.name + ".part")
+    try:
+        with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response, \
+                open(partial, "wb") as out:
+            shutil.copyfileobj(response, out)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, archive)
+
+
+def find_data_file(path=None, *, url: str | None = None, sha1: str | None = None,
+                   download: bool = True) -> pathlib.Path:
+    """Path of the eng-fra text file: ``path``, then ``$ATTENTION_COURSE_DATA``, then the cache,
+    then (if ``download``) a checksum-verified download extracted into the cache.
+
+    ``url`` defaults to ``$ATTENTION_COURSE_DATA_URL`` or ``DATA_URL``; ``sha1`` to ``DATA_SHA1``.
+    Raises FileNotFoundError listing every place looked when nothing works.
+    """
+    if path is not None:
+        return _check_user_file(path, "the path argument")
+    env_path = os.environ.get(DATA_ENV_VAR)
+    if env_path:
+        return _check_user_file(env_path, f"${DATA_ENV_VAR}")
+
+    folder = cache_dir()
+    cached = folder / CACHED_FILE
+    if cached.is_file():
+        return cached
+    archive = folder / ARCHIVE_NAME
+    url = url or os.environ.get(URL_ENV_VAR) or DATA_URL
+    sha1 = sha1 or DATA_SHA1
+
+    looked = (f"the path argument (not given), ${DATA_ENV_VAR} (not set), the cache {cached} "
+              f"(missing)")
+    fix = (f"pass path='.../fra-eng.txt' or set {DATA_ENV_VAR}=/path/to/fra-eng.txt "
+           f"(or let it download: check your connection / {URL_ENV_VAR})")
+    if not archive.is_file():       # an archive left by an earlier run is verified, not refetched
+        if not download:
+            raise FileNotFoundError(f"eng-fra data not found; looked at {looked}, download "
+                                    f"disabled; {fix}")
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            _download(url, archive)
+        except (urllib.error.URLError, OSError, ValueError) as err:  # ValueError: bad URL
+            reason = getattr(err, "reason", err)
+            raise FileNotFoundError(f"eng-fra data not found; looked at {looked}, and the "
+                                    f"download from {url} failed ({reason}); {fix}") from err
+    _verify_archive(archive, sha1)  # before extraction, always
+    _extract(archive, cached)
+    return cached
+
+
+# --------------------------------------------------------------------------- reading and preprocessing
+
+def preprocess(text: str) -> str:
+    """Book-style normalisation: Unicode spaces -> " ", lower-case, and a space before each of
+    , . ! ? that follows a non-space character.  "Go.\u202fNow!" -> "go . now !"."""
+    text = text.translate(_TO_PLAIN_SPACE).lower()
+    out = []
+    for i, char in enumerate(text):
+        if char in _PUNCTUATION and i > 0 and text[i - 1] != " ":
+            out.append(" ")
+        out.append(char)
+    return "".join(out)
+
+
+def tokenize(sentence: str) -> list[str]:
+    """Words of a (preprocessed) sentence: split on spaces, dropping the empty strings that runs
+    of spaces would give (the book's ``split(' ')`` keeps them as tokens)."""
+    return [token for token in sentence.split(" ") if token]
+
+
+def _check_num_examples(num_examples) -> None:
+    if num_examples is None:
+        return
+    if isinstance(num_examples, bool) or not isinstance(num_examples, int) or num_examples <= 0:
+        raise ValueError(f"num_examples must be a positive int (or None for every pair), "
+                         f"got {num_examples!r}")
+
+
+def read_pairs(path=None, num_examples: int | None = None, *,
+               preprocess_text: bool = True) -> list[tuple[str, str]]:
+    """The first ``num_examples`` (English, French) pairs of the file (all of them for None).
+
+    ``path`` as in ``find_data_file``. With ``preprocess_text`` (the default) each sentence goes
+    through ``preprocess``; otherwise it is returned as written. A line without a tab, with an
+    empty side, or an empty line raises ValueError naming the file and line number.
+    """
+    _check_num_examples(num_examples)
+    file = find_data_file(path)
+    pairs: list[tuple[str, str]] = []
+    with open(file, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if num_examples is not None and len(pairs) == num_examples:
+                break
+            line = line.rstrip("\n")
+            if line_no == 1:
+                line = line.lstrip("\ufeff")  # a byte-order mark is not part of the text
+            if not line.strip():
+                raise ValueError(f"{file}, line {line_no}: the line is empty; each line must be "
+                                 f"'English<TAB>French' (remove blank lines)")
+            columns = line.split("\t")
+            if len(columns) < 2:
+                raise ValueError(f"{file}, line {line_no}: no tab found in {line[:60]!r}; "
+                                 f"each line must be 'English<TAB>French'")
+            english, french = columns[0], columns[1]
+            if preprocess_text:
+                english, french = preprocess(english), preprocess(french)
+            for side, sentence in (("English", english), ("French", french)):
+                if not sentence.strip():
+                    raise ValueError(f"{file}, line {line_no}: the {side} sentence is empty; "
+                                     f"each line must be 'English<TAB>French' with both filled")
+            pairs.append((english, french))
+    if num_examples is not None and len(pairs) < num_examples:
+        raise ValueError(f"num_examples={num_examples} but {file} holds only {len(pairs)} "
+                         f"pairs; ask for at most {len(pairs)}")
+    return pairs
+
+
+def tokenize_pairs(pairs: Iterable[tuple[str, str]]) -> tuple[list[list[str]], list[list[str]]]:
+    """Split preprocessed pairs into (source token lists, target token lists)."""
+    source, target = [], []
+    for english, french in pairs:
+        source.append(tokenize(english))
+        target.append(tokenize(french))
+    return source, target
+
+
+# --------------------------------------------------------------------------- vocabulary
+
+class Vocab:
+    """Token <-> index table.
+
+    Index 0 is ``<unk>``, then ``reserved_tokens`` (by default ``<pad> <bos> <eos>``, so pad=1,
+    bos=2, eos=3), then every token seen at least ``min_freq`` times, most frequent first; ties
+    keep the order of first appearance in ``tokens`` (as the Chinese d2l book's ``Vocab``).
+    ``tokens`` is a list of tokens or a list of token lists.
+    """
+
+    def __init__(self, tokens: Sequence = (), min_freq: int = 0,
+                 reserved_tokens: Sequence[str] = (PAD, BOS, EOS)):
+        if isinstance(min_freq, bool) or not isinstance(min_freq, int) or min_freq < 0:
+            raise ValueError(f"min_freq must be a non-negative int, got {min_freq!r}")
+        if UNK in reserved_tokens or len(set(reserved_tokens)) != len(reserved_tokens):
+            raise ValueError(f"reserved_tokens must be distinct and exclude {UNK!r} (it is always "
+                             f"index 0), got {list(reserved_tokens)}")
+        flat = [tok for line in tokens for tok in line] if tokens and isinstance(
+            tokens[0], (list, tuple)) else list(tokens)
+        counts = collections.Counter(flat)       # insertion order = first appearance
+        self._token_freqs = sorted(counts.items(), key=lambda item: item[1], reverse=True)
+        self.idx_to_token = [UNK, *reserved_tokens]
+        self.token_to_idx = {tok: idx for idx, tok in enumerate(self.idx_to_token)}
+        for token, freq in self._token_freqs:
+            if freq >= min_freq and token not in self.token_to_idx:
+                self.token_to_idx[token] = len(self.idx_to_token)
+                self.idx_to_token.append(token)
+
+    def __len__(self) -> int:
+        return len(self.idx_to_token)
+
+    def __getitem__(self, tokens):
+        """Index of a token (``unk`` if unknown), or a list of indices for a list/tuple."""
+        if isinstance(tokens, (list, tuple)):
+            return [self[token] for token in tokens]
+        if not isinstance(tokens, str):
+            raise TypeError(f"look up a token (str) or a list/tuple of tokens, "
+                            f"got {type(tokens).__name__}")
+        return self.token_to_idx.get(tokens, self.unk)
+
+    def to_tokens(self, indices):
+        """Token of an index, or a list of tokens for a list/tuple/tensor of indices."""
+        if hasattr(indices, "tolist"):
+            indices = indices.tolist()
+        if isinstance(indices, (list, tuple)):
+            return [self.to_tokens(index) for index in indices]
+        if isinstance(indices, bool) or not isinstance(indices, int):
+            raise TypeError(f"indices must be ints, got {type(indices).__name__}")
+        if not 0 <= indices < len(self):
+            raise IndexError(f"index {indices} is outside this vocabulary of {len(self)} tokens "
+                             f"(valid: 0..{len(self) - 1})")
+        return self.idx_to_token[indices]
+
+    @property
+    def unk(self) -> int:
+        return 0
+
+    @property
+    def pad(self) -> int:
+        if PAD not in self.token_to_idx:
+            raise AttributeError(f"this vocabulary has no {PAD!r}; build it with {PAD!r} "
+                                 f"among reserved_tokens")
+        return self.token_to_idx[PAD]
+
+    @property
+    def token_freqs(self) -> list[tuple[str, int]]:
+        """(token, count) of every token seen, most frequent first (before ``min_freq``)."""
+        return list(self._token_freqs)
+
+
+# --------------------------------------------------------------------------- arrays and batches
+
+def truncate_pad(line: Sequence, num_steps: int, padding_token) -> list:
+    """``line`` cut to its first ``num_steps`` items, or padded with ``padding_token`` to that length.
+
+    Cutting is the book's behaviour and loses the end of long sentences (including ``<eos>``);
+    ``build_array`` counts how many lines it cut.
+    """
+    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps <= 0:
+        raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
+    if len(line) > num_steps:
+        return list(line[:num_steps])
+    return list(line) + [padding_token] * (num_steps - len(line))
+
+
+def build_array(lines: Sequence[Sequence[str]], vocab: Vocab, num_steps: int
+                ) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Token lists -> (indices (n, num_steps), valid_len (n,), number of truncated lines).
+
+    Each line gets ``<eos>`` appended, then is truncated/padded to ``num_steps``; ``valid_len``
+    counts its non-pad positions. A line longer than ``num_steps - 1`` tokens is truncated (it
+    then has no ``<eos>``). An empty line raises ValueError.
+    """
+    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps <= 0:
+        raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
+    rows, truncated = [], 0
+    for i, line in enumerate(lines):
+        if len(line) == 0:
+            raise ValueError(f"sentence {i} is empty; remove empty sentences before batching")
+        indices = vocab[list(line)] + [vocab[EOS]]
+        truncated += len(indices) > num_steps
+        rows.append(truncate_pad(indices, num_steps, vocab.pad))
+    array = torch.tensor(rows, dtype=torch.long).reshape(len(rows), num_steps)  # (n, num_steps)
+    valid_len = (array != vocab.pad).sum(dim=1)                                  # (n,)
+    return array, valid_len, truncated
+
+
+def load_data_nmt(batch_size: int, num_steps: int, num_examples: int | None = 600, path=None,
+                  seed: int = 0, min_freq: int = 2):
+    """(data_iter, src_vocab, tgt_vocab) for the first ``num_examples`` pairs.
+
+    ``data_iter`` is a DataLoader, shuffled by a ``torch.Generator`` seeded with ``seed``, whose
+    batches are (src (batch, num_steps), src_valid_len (batch,), tgt (batch, num_steps),
+    tgt_valid_len (batch,)). Sentences longer than ``num_steps - 1`` words are truncated as in the
+    book; the counts are in ``data_iter.num_truncated`` ({"source": n, "target": m}) and a
+    UserWarning says so when any were cut (raise ``num_steps`` to avoid it).
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    pairs = read_pairs(path, num_examples)
+    source, target = tokenize_pairs(pairs)
+    src_vocab = Vocab(source, min_freq=min_freq)
+    tgt_vocab = Vocab(target, min_freq=min_freq)
+    src_array, src_valid_len, src_cut = build_array(source, src_vocab, num_steps)
+    tgt_array, tgt_valid_len, tgt_cut = build_array(target, tgt_vocab, num_steps)
+    if src_cut or tgt_cut:
+        warnings.warn(f"num_steps={num_steps} truncated {src_cut} of {len(pairs)} source and "
+                      f"{tgt_cut} target sentences (their ends and <eos> are dropped); "
+                      f"raise num_steps to keep them whole", UserWarning, stacklevel=2)
+    dataset = torch_data.TensorDataset(src_array, src_valid_len, tgt_array, tgt_valid_len)
+    generator = torch.Generator()
+    generator.manual_seed(seed)
+    data_iter = torch_data.DataLoader(dataset, batch_size=batch_size, shuffle=True,
+                                      generator=generator)
+    data_iter.num_truncated = {"source": src_cut, "target": tgt_cut}
+    return data_iter, src_vocab, tgt_vocab
