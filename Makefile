@@ -28,8 +28,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m ipykernel install --user --name attention-course --display-name "Python 3.11 (attention course)"
 	touch $(STAMP)
 
+# Served from the repository root (lessons show figures from assets/), opened on chapters/.
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=chapters $(LAB_ARGS)
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters $(LAB_ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests chapters/*/lesson.ipynb $(NBVAL_FLAGS) $(ARGS)

@@ -1,8 +1,16 @@
-"""Attention as soft addressing: score every key against a query, softmax, average the values."""
+"""Attention as soft addressing: score every key against a query, softmax, average the values.
+
+Lesson 1: ``scaled_dot_scores`` and ``soft_address`` (functions).
+Lesson 3: the scoring functions as modules with one interface, ``module(queries, keys, values,
+valid_lens)``: ``AdditiveAttention``, ``DotProductAttention``, ``ScaledDotProductAttention``,
+``BilinearAttention``; helpers ``dot_scores``, ``causal_valid_lens``, ``attention_entropy``,
+``softmax_jacobian_norm``.
+"""
 
 import math
 
 import torch
+from torch import nn
 
 from utils.masking import masked_softmax
 
@@ -46,3 +54,138 @@ def soft_address(queries, keys, values, temperature: float = 1.0, valid_lens=Non
     if unbatched:
         return outputs[0], weights[0]
     return outputs, weights
+
+
+# ---------------------------------------------------------------------------------------------
+# Scoring functions as modules (lesson 3). Each one takes (queries, keys, values, valid_lens),
+# scores every query against every key, masks and softmaxes the scores, averages the values,
+# and keeps the weights in ``attention_weights`` (batch, queries, keys) for plotting.
+
+def check_attention_inputs(queries, keys, values) -> None:
+    """Raise a one-line ValueError unless queries (b, m, q), keys (b, n, k), values (b, n, v) fit."""
+    for name, tensor in (("queries", queries), ("keys", keys), ("values", values)):
+        if not isinstance(tensor, torch.Tensor) or tensor.dim() != 3:
+            shape = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+            raise ValueError(f"{name} must be a 3-D tensor (batch, steps, features), got {shape}; "
+                             f"add a batch axis with {name}[None] or a step axis with "
+                             f"{name}.unsqueeze(1)")
+    if not queries.shape[0] == keys.shape[0] == values.shape[0]:
+        raise ValueError(f"batch sizes differ: queries {queries.shape[0]}, keys {keys.shape[0]}, "
+                         f"values {values.shape[0]}; pass the same batch size to all three")
+    if keys.shape[1] != values.shape[1]:
+        raise ValueError(f"{keys.shape[1]} keys but {values.shape[1]} values; every key needs "
+                         f"exactly one value (keys (b, n, k) and values (b, n, v) share n)")
+
+
+def dot_scores(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    """Unscaled scores q·k: queries (batch, m, d), keys (batch, n, d) -> (batch, m, n)."""
+    if queries.shape[-1] != keys.shape[-1]:
+        raise ValueError(f"dot-product scoring needs queries and keys of one size, got query size "
+                         f"{queries.shape[-1]} and key size {keys.shape[-1]}; use "
+                         f"AdditiveAttention or BilinearAttention(query_size={queries.shape[-1]}, "
+                         f"key_size={keys.shape[-1]}) instead")
+    return torch.bmm(queries, keys.transpose(1, 2))
+
+
+def causal_valid_lens(batch: int, num_queries: int, device=None) -> torch.Tensor:
+    """Valid lengths (batch, num_queries) that let query i see keys 0..i only (a causal mask)."""
+    if num_queries < 1 or batch < 1:
+        raise ValueError(f"batch and num_queries must be >= 1, got {batch} and {num_queries}")
+    steps = torch.arange(1, num_queries + 1, device=device)          # (num_queries,)
+    return steps.repeat(batch, 1)                                     # (batch, num_queries)
+
+
+def attention_entropy(weights: torch.Tensor) -> torch.Tensor:
+    """Entropy in nats of each weight row (..., keys) -> (...); 0·log 0 counts as 0."""
+    terms = torch.where(weights > 0, weights * weights.log(), torch.zeros_like(weights))
+    return -terms.sum(dim=-1) + 0.0                   # + 0.0 turns -0.0 into 0.0
+
+
+def softmax_jacobian_norm(weights: torch.Tensor) -> torch.Tensor:
+    """Frobenius norm of d softmax / d scores for each row (..., keys) -> (...).
+
+    The Jacobian of the softmax is diag(w) - w wᵀ: it vanishes when w is one-hot (saturated).
+    """
+    jacobian = torch.diag_embed(weights) - weights[..., :, None] * weights[..., None, :]
+    return jacobian.flatten(-2).norm(dim=-1)
+
+
+class AttentionScoring(nn.Module):
+    """Base class: score -> masked softmax -> dropout on the weights -> weighted sum of values.
+
+    Subclasses implement ``score(queries, keys) -> (batch, queries, keys)``.
+    """
+
+    def __init__(self, dropout: float = 0.0):
+        super().__init__()
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout is a probability in [0, 1), got {dropout}")
+        self.dropout = nn.Dropout(dropout)
+        self.attention_weights = None                  # (batch, queries, keys) after forward
+
+    def score(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        """queries (b, m, q), keys (b, n, k), values (b, n, v); valid_lens None, (b,) or (b, m).
+
+        Returns (b, m, v).
+        """
+        check_attention_inputs(queries, keys, values)
+        scores = self.score(queries, keys)                              # (b, m, n)
+        self.attention_weights = masked_softmax(scores, valid_lens)     # (b, m, n)
+        return torch.bmm(self.dropout(self.attention_weights), values)  # (b, m, v)
+
+
+class AdditiveAttention(AttentionScoring):
+    """Score wᵥᵀ tanh(W_q q + W_k k): queries and keys may have different sizes."""
+
+    def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0):
+        super().__init__(dropout)
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
+        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
+        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+
+    def score(self, queries, keys):
+        for name, tensor, layer in (("query", queries, self.W_q), ("key", keys, self.W_k)):
+            if tensor.shape[-1] != layer.in_features:
+                raise ValueError(f"this AdditiveAttention expects {name} size "
+                                 f"{layer.in_features}, got {tensor.shape[-1]}; build it with "
+                                 f"{name}_size={tensor.shape[-1]}")
+        features = self.W_q(queries)[:, :, None, :] + self.W_k(keys)[:, None, :, :]  # (b, m, n, h)
+        return self.w_v(torch.tanh(features)).squeeze(-1)                            # (b, m, n)
+
+
+class DotProductAttention(AttentionScoring):
+    """Score qᵀk, divided by √d when ``scaled`` (the default, as the book's class of this name)."""
+
+    def __init__(self, dropout: float = 0.0, scaled: bool = True):
+        super().__init__(dropout)
+        self.scaled = scaled
+
+    def score(self, queries, keys):
+        scores = dot_scores(queries, keys)                              # (b, m, n)
+        return scores / math.sqrt(queries.shape[-1]) if self.scaled else scores
+
+
+class ScaledDotProductAttention(DotProductAttention):
+    """Score qᵀk/√d; queries (b, m, d), keys (b, n, d), values (b, n, v)."""
+
+    def __init__(self, dropout: float = 0.0):
+        super().__init__(dropout, scaled=True)
+
+
+class BilinearAttention(AttentionScoring):
+    """Score qᵀW k with a learned W of shape (query_size, key_size)."""
+
+    def __init__(self, query_size: int, key_size: int, dropout: float = 0.0):
+        super().__init__(dropout)
+        self.W = nn.Linear(key_size, query_size, bias=False)   # weight (query_size, key_size)
+
+    def score(self, queries, keys):
+        if (queries.shape[-1], keys.shape[-1]) != (self.W.out_features, self.W.in_features):
+            raise ValueError(f"this BilinearAttention expects query size {self.W.out_features} "
+                             f"and key size {self.W.in_features}, got {queries.shape[-1]} and "
+                             f"{keys.shape[-1]}; build it with query_size={queries.shape[-1]}, "
+                             f"key_size={keys.shape[-1]}")
+        return torch.bmm(queries, self.W(keys).transpose(1, 2))          # (b, m, n)
