@@ -1,0 +1,244 @@
+"""Lesson 3 explorers: masks on the weight heatmap, and what the √d scale does to the softmax.
+
+- ``MaskExplorer``: a scoring-function menu, one valid-length slider per query row and a causal
+  toggle; the (queries, keys) weight heatmap and the per-row entropy update in place.
+- ``ScaleExplorer``: a dimension slider and a "divide by √d" toggle; the weights of one query,
+  the mean entropy of the weights and the size of the softmax gradient update in place.
+
+The numbers come from pure functions (``masked_weights``, ``random_unit_vectors``,
+``saturation_stats``) that the tests call directly.
+"""
+
+import io
+import math
+
+import ipywidgets as widgets
+import numpy as np
+import torch
+from IPython.display import display
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from PIL import Image
+
+from utils.attention import (AdditiveAttention, BilinearAttention, DotProductAttention,
+                             attention_entropy, causal_valid_lens, softmax_jacobian_norm)
+from utils.masking import masked_softmax
+from utils.widgets.base import Explorer
+
+SCORING_CHOICES = {"additive": "additive", "dot product": "dot",
+                   "scaled dot product": "scaled_dot", "bilinear": "bilinear"}
+DIMENSIONS = tuple(2 ** i for i in range(11))          # 1, 2, 4, ..., 1024
+
+
+# ----------------------------------------------------------------------------- pure functions
+
+def scoring_modules(size: int, num_hiddens: int = 8, seed: int = 0) -> dict:
+    """The four scoring functions for queries and keys of one ``size``, seeded, in eval mode."""
+    with torch.random.fork_rng():                      # do not disturb the caller's random stream
+        torch.manual_seed(seed)
+        modules = {"additive": AdditiveAttention(size, size, num_hiddens),
+                   "dot": DotProductAttention(scaled=False),
+                   "scaled_dot": DotProductAttention(scaled=True),
+                   "bilinear": BilinearAttention(size, size)}
+    return {name: module.eval() for name, module in modules.items()}
+
+
+def masked_weights(scores: torch.Tensor, lengths, causal: bool) -> dict:
+    """Weights of one (queries, keys) score matrix under per-row ``lengths`` and an optional
+    causal mask (row i sees keys 0..i at most). Returns weights, effective lengths, entropies.
+    """
+    queries, keys = scores.shape
+    lens = torch.as_tensor(lengths).long()                              # (queries,)
+    if lens.shape != (queries,):
+        raise ValueError(f"need one length per query row ({queries}), got shape "
+                         f"{tuple(lens.shape)}; pass a list of {queries} lengths")
+    if causal:
+        if keys < queries:
+            raise ValueError(f"a causal mask needs at least as many keys as queries, got "
+                             f"{queries} queries and {keys} keys; switch the causal mask off")
+        lens = torch.minimum(lens, causal_valid_lens(1, queries)[0])
+    weights = masked_softmax(scores[None], lens[None])[0]               # (queries, keys)
+    return {"weights": weights, "lengths": lens, "entropy": attention_entropy(weights)}
+
+
+def random_unit_vectors(num: int, size: int, seed: int) -> torch.Tensor:
+    """(num, size) entries drawn from N(0, 1) with a generator of their own."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(num, size, generator=generator)
+
+
+def saturation_stats(queries: torch.Tensor, keys: torch.Tensor, scaled: bool) -> dict:
+    """How saturated the softmax of q·k (or q·k/√d) is, for queries (m, d) and keys (n, d).
+
+    Returns the scores' standard deviation, the weights (m, n), and means over queries of the
+    entropy (nats), the largest weight and the norm of the softmax Jacobian.
+    """
+    if queries.dim() != 2 or keys.dim() != 2 or queries.shape[1] != keys.shape[1]:
+        raise ValueError(f"need queries (m, d) and keys (n, d) of one size d, got "
+                         f"{tuple(queries.shape)} and {tuple(keys.shape)}")
+    scores = queries @ keys.T                                           # (m, n)
+    if scaled:
+        scores = scores / math.sqrt(queries.shape[1])
+    weights = torch.softmax(scores, dim=-1)                             # (m, n)
+    return {"score_std": scores.std().item(), "weights": weights,
+            "entropy": attention_entropy(weights).mean().item(),
+            "max_weight": weights.max(dim=-1).values.mean().item(),
+            "jacobian_norm": softmax_jacobian_norm(weights).mean().item()}
+
+
+# ----------------------------------------------------------------------------- explorers
+
+class BlittedExplorer(Explorer):
+    """An Explorer that redraws only its changing artists on a cached background.
+
+    Re-rendering a whole figure costs 100-300 ms on a small CPU; here the static parts (axes,
+    ticks, colour bar, legend) are drawn once, and each update draws the artists listed by
+    ``animated_artists()`` over a copy of them and sends the PNG to an ``ipywidgets.Image``.
+    """
+
+    def animated_artists(self) -> list:
+        raise NotImplementedError
+
+    def render_png(self) -> bytes:
+        """PNG of the figure as it is now (cached background + animated artists)."""
+        if not isinstance(self.fig.canvas, FigureCanvasAgg):
+            FigureCanvasAgg(self.fig)                           # attaches itself to the figure
+        canvas = self.fig.canvas
+        if getattr(self, "_background", None) is None:
+            for artist in self.animated_artists():
+                artist.set_visible(False)
+            canvas.draw()
+            self._background = canvas.copy_from_bbox(self.fig.bbox)
+            for artist in self.animated_artists():
+                artist.set_visible(True)
+        canvas.restore_region(self._background)
+        for artist in self.animated_artists():
+            self.fig.draw_artist(artist)
+        buffer = io.BytesIO()
+        rgb = np.ascontiguousarray(np.asarray(canvas.buffer_rgba())[..., :3])   # (h, w, 3)
+        Image.fromarray(rgb).save(buffer, format="png", compress_level=1)
+        return buffer.getvalue()
+
+    def update(self) -> dict:
+        """Recompute, update the artists in place, and show the new PNG (no full redraw)."""
+        if getattr(self, "view", None) is None:
+            self.view = widgets.Image(format="png")
+            with self.output:
+                display(self.view)
+        self.state = self.compute(**self.values())
+        self.draw(self.state)
+        self.readout.value = self.describe(self.state)
+        self.view.value = self.render_png()
+        return self.state
+
+
+
+def length_slider(row: int, keys: int) -> widgets.IntSlider:
+    return widgets.IntSlider(value=keys, min=0, max=keys, step=1, description=f"length q{row}",
+                             continuous_update=True)
+
+
+class MaskExplorer(BlittedExplorer):
+    """Self-attention over a few random tokens: pick a scoring function, mask rows, go causal."""
+
+    def __init__(self, num_tokens: int = 5, size: int = 4, seed: int = 0):
+        if num_tokens < 1 or size < 1:
+            raise ValueError(f"num_tokens and size must be >= 1, got {num_tokens} and {size}")
+        self.tokens = random_unit_vectors(num_tokens, size, seed)[None]         # (1, t, size)
+        self.scores = {}                                                        # name -> (t, t)
+        with torch.no_grad():
+            for name, module in scoring_modules(size, seed=seed).items():
+                self.scores[name] = module.score(self.tokens, self.tokens)[0]
+        controls = {"scoring": widgets.Dropdown(options=SCORING_CHOICES, value="scaled_dot",
+                                                description="scoring"),
+                    "causal": widgets.Checkbox(value=False, description="causal mask")}
+        controls.update({f"length_{i}": length_slider(i, num_tokens) for i in range(num_tokens)})
+        super().__init__(controls, figsize=(4.2, 3.2))
+
+    def build_figure(self, fig):
+        t = self.tokens.shape[1]
+        self.ax = fig.subplots()
+        self.heatmap = self.ax.imshow(np.zeros((t, t)), cmap="Reds", vmin=0, vmax=1)
+        self.ax.set(xticks=range(t), yticks=range(t), xlabel="keys", ylabel="queries",
+                    xticklabels=[f"k{j}" for j in range(t)], yticklabels=[f"q{i}" for i in range(t)])
+        self.labels = [[self.ax.text(j, i, "", ha="center", va="center", fontsize=8)
+                        for j in range(t)] for i in range(t)]
+        fig.colorbar(self.heatmap, ax=self.ax, shrink=0.8, label="attention weight")
+        fig.tight_layout()
+
+    def animated_artists(self):
+        return [self.heatmap, *(label for row in self.labels for label in row)]
+
+    def compute(self, scoring, causal, **lengths) -> dict:
+        t = self.tokens.shape[1]
+        state = masked_weights(self.scores[scoring], [lengths[f"length_{i}"] for i in range(t)],
+                               causal)
+        return {"scoring": scoring, "causal": causal, **state}
+
+    def draw(self, state):
+        weights = state["weights"].numpy()
+        self.heatmap.set_array(weights)
+        for i, row in enumerate(self.labels):
+            for j, label in enumerate(row):
+                kept = j < state["lengths"][i]
+                label.set_text(f"{weights[i, j]:.2f}" if kept else "×")
+                label.set_color("white" if weights[i, j] > 0.6 else "black")
+
+    def describe(self, state) -> str:
+        name = next(k for k, v in SCORING_CHOICES.items() if v == state["scoring"])
+        lengths = ", ".join(str(n) for n in state["lengths"].tolist())
+        entropy = ", ".join(f"{h:.2f}" for h in state["entropy"].tolist())
+        causal = " (causal)" if state["causal"] else ""
+        return (f"{name} · valid lengths{causal}: [{lengths}] &nbsp;·&nbsp; "
+                f"entropy per row (nats): [{entropy}]")
+
+
+class ScaleExplorer(BlittedExplorer):
+    """Random N(0, 1) queries against ten keys: watch the softmax saturate as d grows."""
+
+    def __init__(self, num_keys: int = 10, num_queries: int = 256, seed: int = 0):
+        self.queries = random_unit_vectors(num_queries, DIMENSIONS[-1], seed)      # (m, 1024)
+        self.keys = random_unit_vectors(num_keys, DIMENSIONS[-1], seed + 1)        # (n, 1024)
+        # Every (d, scaled) the controls can reach, computed once: an update is a look-up.
+        self.table = {(d, scaled): saturation_stats(self.queries[:, :d], self.keys[:, :d], scaled)
+                      for d in DIMENSIONS for scaled in (False, True)}
+        self.curves = {scaled: [self.table[d, scaled]["entropy"] for d in DIMENSIONS]
+                       for scaled in (False, True)}
+        controls = {"d": widgets.SelectionSlider(options=DIMENSIONS, value=16,
+                                                 description="dimension d"),
+                    "scaled": widgets.Checkbox(value=True, description="divide scores by √d")}
+        super().__init__(controls, figsize=(8, 2.8))
+
+    def build_figure(self, fig):
+        n = self.keys.shape[0]
+        self.ax_bar, self.ax_curve = fig.subplots(1, 2)
+        self.bars = self.ax_bar.bar(range(n), np.zeros(n), color="tab:red")
+        self.ax_bar.set(ylim=(0, 1.05), xticks=range(n), xlabel="key", ylabel="weight",
+                        title="weights of query 0")
+        for scaled, style in ((False, "m--"), (True, "-")):
+            self.ax_curve.plot(DIMENSIONS, self.curves[scaled], style,
+                               label="q·k/√d" if scaled else "q·k")
+        self.ax_curve.axhline(math.log(n), color="gray", lw=0.8, ls=":", label="uniform")
+        (self.marker,) = self.ax_curve.plot([], [], "ko")
+        self.ax_curve.set(xscale="log", xlabel="dimension d", ylabel="mean entropy (nats)",
+                          ylim=(0, math.log(n) * 1.1), title="entropy of the weights")
+        self.ax_curve.legend(fontsize=8)
+        fig.tight_layout()
+
+    def animated_artists(self):
+        return [*self.bars, self.marker]
+
+    def compute(self, d, scaled) -> dict:
+        return {"d": d, "scaled": scaled, **self.table[d, scaled]}
+
+    def draw(self, state):
+        for bar, w in zip(self.bars, state["weights"][0].tolist()):
+            bar.set_height(w)
+        self.marker.set_data([state["d"]], [state["entropy"]])
+
+    def describe(self, state) -> str:
+        how = "q·k/√d" if state["scaled"] else "q·k"
+        n = self.keys.shape[0]
+        return (f"d = {state['d']}, scores {how}: score std {state['score_std']:.2f} "
+                f"&nbsp;·&nbsp; mean entropy {state['entropy']:.2f} of {math.log(n):.2f} nats "
+                f"&nbsp;·&nbsp; mean largest weight {state['max_weight']:.2f} "
+                f"&nbsp;·&nbsp; softmax gradient size {state['jacobian_norm']:.3f}")
