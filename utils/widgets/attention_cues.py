@@ -5,7 +5,7 @@ import numpy as np
 import torch
 
 from utils.attention import soft_address
-from utils.widgets.base import Explorer
+from utils.widgets.base import BlittedExplorer
 
 # The lesson's dictionary: four keys (one-hot directions scaled by 10) and their values.
 LESSON_KEYS = [[10.0, 0.0, 0.0], [0.0, 10.0, 0.0], [0.0, 0.0, 10.0], [0.0, 0.0, 10.0]]
@@ -14,10 +14,11 @@ LESSON_VALUES = [[1.0, 0.0], [10.0, 0.0], [100.0, 5.0], [1000.0, 6.0]]
 
 def query_slider(name: str, value: float) -> widgets.FloatSlider:
     return widgets.FloatSlider(value=value, min=-10.0, max=10.0, step=0.5, description=name,
-                               continuous_update=True, readout_format=".1f")
+                               continuous_update=True, readout_format=".1f",
+                               style={"description_width": "initial"})
 
 
-class AttentionCuesExplorer(Explorer):
+class AttentionCuesExplorer(BlittedExplorer):
     """Three query sliders and a temperature slider; bar chart, heatmap and output update live."""
 
     def __init__(self, keys=LESSON_KEYS, values=LESSON_VALUES, query=(0.0, 10.0, 0.0)):
@@ -29,23 +30,26 @@ class AttentionCuesExplorer(Explorer):
         controls = {f"q{i + 1}": query_slider(f"query[{i}]", q) for i, q in enumerate(query)}
         controls["temperature"] = widgets.FloatLogSlider(
             value=1.0, base=10, min=-1, max=1, step=0.05, description="temperature",
-            readout_format=".2f")
+            readout_format=".2f", style={"description_width": "initial"})
         super().__init__(controls, figsize=(7.5, 2.6))
 
     def build_figure(self, fig):
         n = self.keys.shape[0]
         self.ax_bar, self.ax_map = fig.subplots(1, 2, width_ratios=[1.2, 1])
         self.bars = self.ax_bar.bar(range(n), np.zeros(n), color="tab:red")
-        self.ax_bar.set(ylim=(0, 1.05), xticks=range(n), xticklabels=[f"key {i}" for i in range(n)],
+        self.ax_bar.set(ylim=(0, 1.05), xticks=range(n), xticklabels=[f"key {i + 1}" for i in range(n)],
                         ylabel="attention weight", title="weights")
         self.bar_labels = [self.ax_bar.text(i, 0, "", ha="center", va="bottom", fontsize=8)
                            for i in range(n)]
         self.image = self.ax_map.imshow(np.zeros((1, n)), cmap="Reds", vmin=0, vmax=1,
                                         aspect="auto")
-        self.ax_map.set(xticks=range(n), yticks=[0], yticklabels=["query"], xlabel="keys",
+        self.ax_map.set(xticks=range(n), xticklabels=range(1, n + 1), yticks=[0], yticklabels=["query"], xlabel="keys",
                         title="heatmap")
         fig.colorbar(self.image, ax=self.ax_map, shrink=0.8)
         fig.tight_layout()
+
+    def animated_artists(self):
+        return [*self.bars, *self.bar_labels, self.image]
 
     def compute(self, q1, q2, q3, temperature) -> dict:
         query = torch.tensor([[q1, q2, q3]], dtype=torch.float32)     # (1, 3)

@@ -1,0 +1,148 @@
+"""The browser harness itself, on a one-slider notebook (tests/browser/fixtures/slider_probe.ipynb).
+
+The probe notebook shows an IntSlider described "probe" (min 0, max 20, starts at 3) and an HTML
+widget with class ``probe-readout`` that an ``observe`` callback in the kernel sets to
+``value squared = N``. Seeing that text change proves the whole loop works: page -> widget
+model -> kernel -> widget model -> page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+
+import nbformat
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_all_cells,
+                                   save_screenshot, set_slider_by_readout, slider_value,
+                                   wait_for_text_change)
+from tests.conftest import ARTIFACTS, REPO
+
+PROBE = "tests/browser/fixtures/slider_probe.ipynb"
+
+
+def _readout_text(value: int) -> str:
+    return f"value squared = {value * value}"
+
+
+@pytest.mark.browser
+def test_probe_slider_drives_the_kernel(jupyter_lab, browser_page, console_errors, artifacts_dir):
+    page = browser_page
+    probe_bytes = hashlib.sha256((REPO / PROBE).read_bytes()).hexdigest()
+
+    open_notebook(page, jupyter_lab.base_url, PROBE)
+    run_all_cells(page)
+
+    # The kernel is this environment's Python (the first cell prints sys.prefix).
+    expect(page.locator(".jp-OutputArea-output", has_text="kernel prefix:")).to_have_text(
+        f"kernel prefix: {sys.prefix}")
+
+    slider = find_slider(page, "probe")
+    readout = page.locator(".probe-readout")
+    expect(readout).to_have_text(_readout_text(3))
+    assert slider_value(slider) == 3
+
+    set_slider_by_readout(page, slider, 7)
+    assert wait_for_text_change(readout, _readout_text(3)) == _readout_text(7)
+
+    press_slider_keys(page, slider, "ArrowRight", 3)
+    expect(readout).to_have_text(_readout_text(10))
+    press_slider_keys(page, "probe", "ArrowLeft", 1)
+    expect(readout).to_have_text(_readout_text(9))
+
+    shot = save_screenshot(page, artifacts_dir, "probe_after_keys")
+    assert shot.stat().st_size > 10_000
+    console_errors.assert_none()
+    # Autosave is off: running the notebook in the browser did not rewrite it.
+    assert hashlib.sha256((REPO / PROBE).read_bytes()).hexdigest() == probe_bytes
+
+
+@pytest.mark.browser
+def test_lab_settings_keep_tests_off_the_repo_and_network(jupyter_lab, browser_page):
+    settings = {}
+    for plugin in ("@jupyterlab/docmanager-extension:plugin", "@jupyterlab/notebook-extension:tracker",
+                   "@jupyterlab/apputils-extension:notification"):
+        response = browser_page.request.get(f"{jupyter_lab.base_url}/lab/api/settings/{plugin}")
+        assert response.ok, f"{plugin}: HTTP {response.status}"
+        settings[plugin] = response.json()["settings"]
+    assert settings["@jupyterlab/docmanager-extension:plugin"]["autosave"] is False
+    assert settings["@jupyterlab/notebook-extension:tracker"]["windowingMode"] == "none"
+    assert settings["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
+    assert settings["@jupyterlab/apputils-extension:notification"]["checkForUpdates"] is False
+
+
+@pytest.mark.browser
+def test_console_errors_catch_errors_and_network_use(browser_page, console_errors):
+    page = browser_page
+    page.set_content("<p>console probe</p>")
+    console_errors.assert_none()
+    page.evaluate("console.error('probe console error')")
+    page.evaluate("setTimeout(() => { throw new Error('probe uncaught error'); }, 0)")
+    page.evaluate("fetch('http://example.invalid/probe').catch(() => null)")
+    expected = ("probe console error", "probe uncaught error",
+                "blocked network request to http://example.invalid/probe")
+    for _ in range(50):  # the three reports arrive asynchronously
+        if all(any(text in message for message in console_errors.messages) for text in expected):
+            break
+        page.wait_for_timeout(100)
+    with pytest.raises(AssertionError) as failure:
+        console_errors.assert_none()
+    for text in expected:
+        assert text in str(failure.value)
+
+
+@pytest.mark.browser
+def test_helpers_reject_bad_input(jupyter_lab, browser_page, console_errors):
+    page = browser_page
+    with pytest.raises(ValueError, match="relative to the repository root"):
+        open_notebook(page, jupyter_lab.base_url, "/etc/passwd.ipynb")
+    with pytest.raises(FileNotFoundError, match="no notebook"):
+        open_notebook(page, jupyter_lab.base_url, "tests/browser/fixtures/missing.ipynb")
+
+    open_notebook(page, jupyter_lab.base_url, PROBE)
+    run_all_cells(page)
+    slider = find_slider(page, "probe")
+    with pytest.raises(LookupError, match=r"no slider described 'no such slider'.*\['probe'\]"):
+        find_slider(page, "no such slider", timeout_ms=500)
+    with pytest.raises(ValueError, match="key must be one of"):
+        press_slider_keys(page, slider, "Right", 1)
+    with pytest.raises(ValueError, match="times must be a positive int"):
+        press_slider_keys(page, slider, "ArrowRight", 0)
+    # 25 is above max=20: ipywidgets would clamp it silently; the helper must say so.
+    with pytest.raises(AssertionError, match="outside its min/max"):
+        set_slider_by_readout(page, slider, 25, timeout_ms=1_000)
+    readout = page.locator(".probe-readout")
+    expect(readout).to_have_text(_readout_text(20))  # the clamped value reached the kernel
+    with pytest.raises(AssertionError, match="stayed"):
+        wait_for_text_change(readout, _readout_text(20), timeout_ms=300)
+    console_errors.assert_none()
+
+
+def _write_notebook(path, sources: list[str]) -> str:
+    """Write a notebook of code cells under tests/artifacts/ (served, not in git); return its relpath."""
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code) for code in sources])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                       "language": "python"}
+    nbformat.write(notebook, path)
+    return path.relative_to(REPO).as_posix()
+
+
+@pytest.mark.browser
+def test_run_all_cells_skips_empty_cells_and_reports_errors(jupyter_lab, browser_page, artifacts_dir):
+    page = browser_page
+    assert artifacts_dir.is_relative_to(ARTIFACTS)
+    with_empty = _write_notebook(artifacts_dir / "with_empty_cell.ipynb",
+                                 ["", "print('ran after an empty cell')", ""])
+    open_notebook(page, jupyter_lab.base_url, with_empty)
+    run_all_cells(page)
+    expect(page.locator(".jp-OutputArea-output")).to_have_text("ran after an empty cell")
+
+    failing = _write_notebook(artifacts_dir / "failing_cell.ipynb",
+                              ["x = 1", "raise ValueError('probe failure in a cell')", "print('never runs')"])
+    open_notebook(page, jupyter_lab.base_url, failing)
+    # A fresh workspace each time: the previous notebook is not restored beside this one.
+    expect(page.locator(".jp-NotebookPanel")).to_have_count(1)
+    with pytest.raises(AssertionError, match="ValueError: probe failure in a cell"):
+        run_all_cells(page)
