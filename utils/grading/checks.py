@@ -1,0 +1,136 @@
+"""Helpful checks for exercise test cells: each failure says what was expected and what was found.
+
+Every lesson's ``exercises.ipynb`` imports this module (``from utils.grading import checks``) so
+that a wrong answer gets a message a student can act on, e.g.
+``expected shape (2, 3, 4) = (batch, queries, keys), got (2, 4, 3)`` instead of a bare assert.
+All checks raise ``AssertionError`` (which nbgrader counts as a failed test).
+"""
+
+import inspect
+import types
+
+import torch
+
+# Graded functions must be written with plain torch ops: calling the course library's
+# finished implementation (or PyTorch's fused attention) would skip the exercise.
+FORBIDDEN_MODULES = ("utils.attention", "utils.masking", "utils.grading")
+FORBIDDEN_NAMES = ("scaled_dot_product_attention", "soft_address", "scaled_dot_scores",
+                   "masked_softmax")
+
+
+def random_tensor(*shape: int, seed: int, scale: float = 1.0) -> torch.Tensor:
+    """A float32 tensor of the given shape from its own generator (ignores the global seed)."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=generator) * scale
+
+
+def check_defined(name: str, namespace: dict, hint: str = "") -> object:
+    """Return ``namespace[name]``; fail with a pointer to the answer cell if it is missing."""
+    if name not in namespace:
+        raise AssertionError(f"`{name}` is not defined: run your answer cell above first"
+                             f"{' (' + hint + ')' if hint else ''}")
+    return namespace[name]
+
+
+def check_tensor(x, what: str) -> torch.Tensor:
+    """Fail unless ``x`` is a floating-point torch tensor."""
+    if not isinstance(x, torch.Tensor):
+        raise AssertionError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise AssertionError(f"{what} must hold floating-point numbers, got dtype {x.dtype}")
+    return x
+
+
+def check_shape(x, expected: tuple, axes: str, what: str) -> None:
+    """Fail unless ``x.shape == expected``; ``axes`` names the axes, e.g. "(batch, queries, keys)"."""
+    check_tensor(x, what)
+    if tuple(x.shape) != tuple(expected):
+        raise AssertionError(f"{what}: expected shape {tuple(expected)} = {axes}, "
+                             f"got {tuple(x.shape)}")
+
+
+def check_finite(x: torch.Tensor, what: str, hint: str = "") -> None:
+    """Fail if ``x`` holds NaN or infinity, naming the first bad position."""
+    bad = ~torch.isfinite(x)
+    if bad.any():
+        index = tuple(int(i) for i in bad.nonzero()[0])
+        raise AssertionError(f"{what} has {x[index].item()} at index {index}"
+                             f"{': ' + hint if hint else ''}")
+
+
+def check_close(actual, expected: torch.Tensor, what: str, atol: float = 1e-5,
+                rtol: float = 1e-4) -> None:
+    """Fail unless ``actual`` matches ``expected`` elementwise; report the worst position."""
+    check_tensor(actual, what)
+    expected = torch.as_tensor(expected, dtype=torch.float64)
+    if tuple(actual.shape) != tuple(expected.shape):
+        raise AssertionError(f"{what}: expected shape {tuple(expected.shape)}, "
+                             f"got {tuple(actual.shape)}")
+    check_finite(actual, what)
+    actual64 = actual.detach().to(torch.float64)
+    excess = (actual64 - expected).abs() - (atol + rtol * expected.abs())   # > 0 where wrong
+    if (excess > 0).any():
+        index = tuple(int(i) for i in (excess == excess.max()).nonzero()[0])
+        raise AssertionError(f"{what}: wrong value at index {index}: expected "
+                             f"{expected[index].item():.6g}, got {actual64[index].item():.6g}")
+
+
+def check_rows_sum_to_one(weights: torch.Tensor, what: str = "weights",
+                          axis: str = "key", atol: float = 1e-5) -> None:
+    """Fail unless ``weights`` (..., queries, keys) sums to 1 over its last axis."""
+    check_tensor(weights, what)
+    check_finite(weights, what, hint="did exp overflow? subtract each row's maximum "
+                                     "before exponentiating, or use torch.softmax")
+    sums = weights.detach().to(torch.float64).sum(dim=-1)          # (..., queries)
+    wrong = (sums - 1).abs() > atol
+    if wrong.any():
+        index = tuple(int(i) for i in wrong.nonzero()[0])
+        where = f"query {index[-1]}" + (f" of batch {index[0]}" if len(index) > 1 else "")
+        raise AssertionError(f"{what} must sum to 1 along the {axis} axis; yours sum to "
+                             f"{sums[index].item():.4g} for {where}")
+    if (weights < 0).any():
+        raise AssertionError(f"{what} must be >= 0 (they are probabilities); "
+                             f"the smallest is {weights.min().item():.4g}")
+
+
+def check_raises(error: type, fn, *args, what: str, **kwargs) -> None:
+    """Fail unless ``fn(*args, **kwargs)`` raises ``error``."""
+    try:
+        fn(*args, **kwargs)
+    except error:
+        return
+    except Exception as other:   # noqa: BLE001 - report whatever the student raised
+        raise AssertionError(f"{what}: expected {error.__name__}, got "
+                             f"{type(other).__name__}: {other}") from None
+    raise AssertionError(f"{what}: expected {error.__name__}, but nothing was raised")
+
+
+def _referenced_names(code: types.CodeType):
+    """Global, closure and attribute names used by ``code`` and the functions nested in it."""
+    yield from code.co_names
+    yield from code.co_freevars
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _referenced_names(const)
+
+
+def check_plain_torch(fn, forbidden_modules=FORBIDDEN_MODULES,
+                      forbidden_names=FORBIDDEN_NAMES) -> None:
+    """Fail if the graded function ``fn`` calls the course library instead of torch ops."""
+    if not inspect.isfunction(fn):
+        raise AssertionError(f"expected a function defined with `def`, got {type(fn).__name__}")
+    namespace = dict(fn.__globals__)
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            namespace[name] = cell.cell_contents
+        except ValueError:            # an empty closure cell
+            pass
+    for name in sorted(set(_referenced_names(fn.__code__))):
+        target = namespace.get(name)
+        module = getattr(target, "__module__", None) or getattr(target, "__name__", "")
+        from_library = isinstance(module, str) and module.startswith(tuple(forbidden_modules))
+        if name in forbidden_names or (target is not None and from_library):
+            raise AssertionError(
+                f"{fn.__name__} uses `{name}`; write it with plain torch operations "
+                f"(@, .transpose, torch.exp / torch.softmax, .sum) instead of the course "
+                f"library or PyTorch's fused attention")

@@ -1,0 +1,230 @@
+"""``python -m utils.grading <command>``: the instructor's workflow, one command per step.
+
+    release    build student versions of a chapter's exercises (or all) into <course>/release/
+    collect    copy a folder of submissions into <course>/submitted/ and the gradebook
+    autograde  run every submission with a timeout and memory cap, store the scores
+    feedback   HTML per student, without the code of hidden tests
+    export     CSV, one row per student, one column per graded cell, total
+    init       only write <course>/nbgrader_config.py
+    lab        open JupyterLab in the course directory (formgrader: manual grading)
+"""
+
+import argparse
+import pathlib
+import subprocess
+import sys
+
+from utils.grading import COURSE_DIR_ENV_VAR, GRADING_ENV_VAR
+from utils.grading import course as course_mod
+
+
+def _common_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--course-dir", help=f"nbgrader course directory (default: "
+                        f"${COURSE_DIR_ENV_VAR} or {course_mod.DEFAULT_COURSE_DIR})")
+    common.add_argument("--db-url", help="gradebook sqlalchemy URL (default: sqlite "
+                        "gradebook.db in the course directory)")
+    common.add_argument("--course-id", help=f"nbgrader course id (default: "
+                        f"{course_mod.DEFAULT_COURSE_ID})")
+    common.add_argument("--quiet", action="store_true", help="hide nbgrader's log")
+    return common
+
+
+def _execution_options() -> argparse.ArgumentParser:
+    execution = argparse.ArgumentParser(add_help=False)
+    execution.add_argument("--timeout", type=int, help=f"seconds per cell before the kernel "
+                           f"is interrupted (default {course_mod.DEFAULT_TIMEOUT})")
+    execution.add_argument("--memory-mb", type=int, help=f"address-space limit of each "
+                           f"grading kernel in MB (default {course_mod.DEFAULT_MEMORY_MB})")
+    return execution
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m utils.grading", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    common, execution = _common_options(), _execution_options()
+    chapter_help = "chapter number (01), folder name (01_attention_cues) or 'all'"
+
+    init = commands.add_parser("init", parents=[common, execution],
+                               help="write nbgrader_config.py in the course directory")
+    init.set_defaults(run=cmd_init)
+
+    release = commands.add_parser("release", parents=[common, execution],
+                                  help="generate student versions into <course>/release/")
+    release.add_argument("--chapter", default="all", help=chapter_help + " (default all)")
+    release.set_defaults(run=cmd_release)
+
+    collect = commands.add_parser("collect", parents=[common],
+                                  help="copy submissions into <course>/submitted/")
+    collect.add_argument("folder", help="<student_id>.ipynb files, or nbgrader's "
+                         "submitted/<student>/<assignment>/ layout")
+    collect.add_argument("--chapter", required=True, help=chapter_help.replace(" or 'all'", ""))
+    collect.set_defaults(run=cmd_collect)
+
+    autograde = commands.add_parser("autograde", parents=[common, execution],
+                                    help="execute and score the collected submissions")
+    autograde.add_argument("--chapter", default="all", help=chapter_help + " (default all)")
+    autograde.add_argument("--student", help="only this student")
+    autograde.add_argument("--force", action="store_true",
+                           help="grade again submissions that were already autograded")
+    autograde.set_defaults(run=cmd_autograde)
+
+    feedback = commands.add_parser("feedback", parents=[common],
+                                   help="HTML feedback per student, hidden tests removed")
+    feedback.add_argument("--chapter", default="all", help=chapter_help + " (default all)")
+    feedback.add_argument("--student", help="only this student")
+    feedback.set_defaults(run=cmd_feedback)
+
+    export = commands.add_parser("export", parents=[common],
+                                 help="CSV of scores per graded cell and total")
+    export.add_argument("--chapter", default="all", help=chapter_help + " (default all)")
+    export.add_argument("--to", help="CSV path (default <course>/grades.csv)")
+    export.set_defaults(run=cmd_export)
+
+    lab = commands.add_parser("lab", parents=[common],
+                              help="JupyterLab rooted at the course directory (formgrader)")
+    lab.add_argument("lab_args", nargs=argparse.REMAINDER, help="passed to jupyter lab")
+    lab.set_defaults(run=cmd_lab)
+    return parser
+
+
+def _settings(args) -> course_mod.CourseSettings:
+    return course_mod.settings_for(args.course_dir, args.course_id, args.db_url,
+                                   getattr(args, "timeout", None), getattr(args, "memory_mb", None))
+
+
+def _error_lines(result) -> str:
+    """nbgrader's ERROR log lines (only captured with --quiet), indented for a message."""
+    lines = [line for line in (result.stderr or "").splitlines() if "| ERROR]" in line]
+    return "".join("\n  " + line for line in lines[-10:])
+
+
+def _nbgrader(settings, args, *command, extra_env=None) -> None:
+    result = course_mod.run_nbgrader(settings, *command, quiet=args.quiet, extra_env=extra_env)
+    if result.returncode != 0:
+        raise RuntimeError(f"nbgrader {' '.join(command)} failed (exit {result.returncode})"
+                           + _error_lines(result))
+
+
+def _released(settings, names) -> list:
+    """The chosen assignments that have been released (error if none)."""
+    released = [n for n in names if (settings.course_dir / "source" / n).is_dir()]
+    if not released:
+        raise ValueError(f"{', '.join(names)} not released in {settings.course_dir}; run "
+                         f"python -m utils.grading release first")
+    return released
+
+
+def cmd_init(args) -> int:
+    settings = _settings(args)
+    course_mod.write_config(settings)
+    print(f"course directory: {settings.course_dir}\n"
+          f"config:           {settings.course_dir / course_mod.CONFIG_FILE}\n"
+          f"gradebook:        {settings.db_url}")
+    return 0
+
+
+def cmd_release(args) -> int:
+    settings = _settings(args)
+    for chapter in course_mod.resolve_chapters(args.chapter):
+        source = settings.course_dir / "source" / chapter.name
+        source.mkdir(parents=True, exist_ok=True)
+        (source / course_mod.EXERCISES).write_bytes((chapter / course_mod.EXERCISES).read_bytes())
+        _nbgrader(settings, args, "generate_assignment", chapter.name, "--force")
+        handout = settings.course_dir / "release" / chapter.name / course_mod.EXERCISES
+        print(f"{chapter.name}: hand out {handout}")
+    return 0
+
+
+def cmd_collect(args) -> int:
+    from utils.grading.collect import collect
+
+    settings = _settings(args)
+    names = course_mod.assignment_names(args.chapter)
+    if len(names) != 1:
+        raise ValueError("collect takes one chapter at a time, e.g. --chapter 01")
+    report = collect(settings, args.folder, names[0])
+    for student, message in report:
+        print(f"{student}: {message}")
+    return 1 if any("SKIPPED" in message for _, message in report) else 0
+
+
+def cmd_autograde(args) -> int:
+    settings = _settings(args)
+    failed = []
+    for name in _released(settings, course_mod.assignment_names(args.chapter)):
+        if not (settings.course_dir / "submitted").is_dir():
+            raise ValueError(f"nothing collected in {settings.course_dir}; run "
+                             f"python -m utils.grading collect first")
+        command = ["autograde", name] + (["--force"] if args.force else [])
+        command += [f"--student={args.student}"] if args.student else []
+        # The kernels inherit the flag; nbgrader_config.py also sets it inside each kernel.
+        result = course_mod.run_nbgrader(settings, *command, quiet=args.quiet,
+                                         extra_env={GRADING_ENV_VAR: "1"})
+        if result.returncode != 0:
+            failed.append(name + _error_lines(result))
+        print(f"{name}: autograded notebooks in {settings.course_dir / 'autograded'}")
+    if failed:
+        print(f"nbgrader reported failures (see its log); the other submissions were graded: "
+              + "; ".join(failed), file=sys.stderr)
+    return 1 if failed else 0
+
+
+def cmd_feedback(args) -> int:
+    import nbformat
+    from utils.grading.feedback import find_leaks, split_hidden
+
+    settings = _settings(args)
+    leaks = []
+    for name in _released(settings, course_mod.assignment_names(args.chapter)):
+        command = ["generate_feedback", name, "--force"]
+        command += [f"--student={args.student}"] if args.student else []
+        _nbgrader(settings, args, *command)
+        source = nbformat.read(settings.course_dir / "source" / name / course_mod.EXERCISES, 4)
+        hidden = [line for cell in source.cells for line in split_hidden(cell.source)[1]]
+        pages = sorted((settings.course_dir / "feedback").glob(f"*/{name}/*.html"))
+        for page in pages:
+            found = find_leaks(page.read_text(encoding="utf-8"), hidden)
+            leaks += [f"{page}: {line}" for line in found]
+        print(f"{name}: {len(pages)} feedback file(s) in "
+              f"{settings.course_dir / 'feedback'}/<student>/{name}/")
+    if leaks:
+        print("ERROR: hidden test code found in feedback; do not hand these out:\n  "
+              + "\n  ".join(leaks), file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_export(args) -> int:
+    from nbgrader.api import Gradebook
+    from utils.grading.export import grade_table, write_csv
+
+    settings = _settings(args)
+    names = None if args.chapter == "all" else course_mod.assignment_names(args.chapter)
+    with Gradebook(settings.db_url, settings.course_id) as gradebook:
+        header, rows = grade_table(gradebook, names, course_dir=settings.course_dir)
+    path = write_csv(pathlib.Path(args.to) if args.to else settings.course_dir / "grades.csv",
+                     header, rows)
+    print(f"wrote {len(rows)} student row(s) to {path}")
+    return 0
+
+
+def cmd_lab(args) -> int:
+    settings = _settings(args)
+    jupyter = pathlib.Path(sys.executable).with_name("jupyter")
+    command = [str(jupyter), "lab", f"--ServerApp.root_dir={settings.course_dir}",
+               *args.lab_args]
+    print(f"Formgrader: open the 'Nbgrader > Formgrader' menu in JupyterLab "
+          f"(course directory {settings.course_dir})")
+    return subprocess.call(command, cwd=settings.course_dir)
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    course_mod.put_venv_on_path()
+    try:
+        return args.run(args)
+    except (ValueError, RuntimeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
