@@ -1,0 +1,119 @@
+"""Every chapter's exercises, both directions, through the real instructor CLI.
+
+For each chapters/NN_*/exercises.ipynb: the released student version holds no solution and no
+hidden-test text; autograded, the instructor version earns every autograded point and the
+untouched student version earns none, failing with NotImplementedError.
+(tests/test_grading_workflow.py runs lesson 1's synthetic class through the whole workflow.)
+"""
+
+import csv
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import nbformat
+import pytest
+
+from conftest import CHAPTERS, REPO
+
+EXERCISES = sorted(CHAPTERS.glob("*/exercises.ipynb"))
+ASSIGNMENTS = [path.parent.name for path in EXERCISES]
+
+
+def _nbgrader(cell) -> dict:
+    return cell.metadata.get("nbgrader", {})
+
+
+def autograded_points(path: pathlib.Path) -> dict:
+    """grade_id -> points of the test cells (graded, not a solution) of an instructor notebook."""
+    nb = nbformat.read(path, as_version=4)
+    return {_nbgrader(c)["grade_id"]: _nbgrader(c)["points"] for c in nb.cells
+            if _nbgrader(c).get("grade") and not _nbgrader(c).get("solution")}
+
+
+def marked_lines(path: pathlib.Path, begin: str, end: str) -> list:
+    lines = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        inside = False
+        for line in cell.source.splitlines():
+            if begin in line:
+                inside = True
+            elif end in line:
+                inside = False
+            elif inside and len(line.strip()) >= 8 and not line.strip().startswith("#"):
+                lines.append(line.strip())
+    return lines
+
+
+def run_cli(*args, course):
+    env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course))
+    result = subprocess.run([sys.executable, "-m", "utils.grading", *args, "--quiet"], cwd=REPO,
+                            env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, (f"utils.grading {' '.join(args)} exited "
+                                    f"{result.returncode}:\n{result.stdout}\n{result.stderr[-3000:]}")
+    return result
+
+
+@pytest.fixture(scope="module")
+def course():
+    with tempfile.TemporaryDirectory(prefix="exercises-") as tmp:
+        course, inbox = pathlib.Path(tmp) / "course", pathlib.Path(tmp) / "inbox"
+        run_cli("release", "--chapter", "all", course=course)
+        for assignment, instructor in zip(ASSIGNMENTS, EXERCISES):
+            box = inbox / assignment
+            box.mkdir(parents=True)
+            (box / "instructor.ipynb").write_bytes(instructor.read_bytes())
+            (box / "student.ipynb").write_bytes(
+                (course / "release" / assignment / "exercises.ipynb").read_bytes())
+            run_cli("collect", str(box), "--chapter", assignment, course=course)
+        run_cli("autograde", "--chapter", "all", "--timeout", "60", course=course)
+        for assignment in ASSIGNMENTS:
+            run_cli("export", "--chapter", assignment, "--to",
+                    str(course / f"{assignment}.csv"), course=course)
+        yield course
+
+
+def test_every_lesson_has_exercises_with_three_autograded_and_one_written():
+    lessons = sorted(p.parent.name for p in CHAPTERS.glob("*/lesson.ipynb"))
+    assert ASSIGNMENTS == lessons, "every lesson needs an exercises.ipynb"
+    for path in EXERCISES:
+        nb = nbformat.read(path, as_version=4)
+        written = [c for c in nb.cells if c.cell_type == "markdown"
+                   and _nbgrader(c).get("grade") and _nbgrader(c).get("solution")]
+        assert len(autograded_points(path)) >= 3, f"{path}: fewer than 3 autograded exercises"
+        assert len(written) >= 1, f"{path}: no manually graded written answer"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index", range(len(EXERCISES)), ids=ASSIGNMENTS)
+def test_released_version_has_no_solutions_or_hidden_tests(course, index):
+    instructor, assignment = EXERCISES[index], ASSIGNMENTS[index]
+    released = (course / "release" / assignment / "exercises.ipynb").read_text()
+    secret = (marked_lines(instructor, "### BEGIN SOLUTION", "### END SOLUTION")
+              + marked_lines(instructor, "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"))
+    assert secret, f"{instructor}: no solution or hidden-test lines found"
+    leaks = [line for line in secret if line in released]
+    assert not leaks, f"released {assignment} leaks: {leaks[:3]}"
+    assert "raise NotImplementedError()" in released
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index", range(len(EXERCISES)), ids=ASSIGNMENTS)
+def test_instructor_full_marks_student_version_zero(course, index):
+    assignment = ASSIGNMENTS[index]
+    points = autograded_points(EXERCISES[index])
+    rows = {row["student_id"]: row for row in csv.DictReader(open(course / f"{assignment}.csv"))}
+    for grade_id, maximum in points.items():
+        assert float(rows["instructor"][grade_id]) == maximum, (
+            f"{assignment}: instructor version earns {rows['instructor'][grade_id]} of "
+            f"{maximum} on {grade_id}")
+        assert float(rows["student"][grade_id]) == 0, (
+            f"{assignment}: untouched student version earns {rows['student'][grade_id]} "
+            f"on {grade_id}")
+    student = nbformat.read(course / "autograded" / "student" / assignment / "exercises.ipynb",
+                            as_version=4)
+    errors = [o.ename for c in student.cells if c.cell_type == "code"
+              for o in c.get("outputs", []) if o.output_type == "error"]
+    assert "NotImplementedError" in errors, f"{assignment}: student version failed with {errors}"
