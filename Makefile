@@ -13,6 +13,12 @@ D2L_VERSION := 1.0.3
 # under strict nbval. Extra pytest arguments: make test ARGS="-k masking".
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 ARGS ?=
+# Tests and CI read the English–French pairs from ../shared/data when it is there (no network);
+# elsewhere utils.data finds or downloads its own copy (see README, "Data and credits").
+SHARED_PAIRS := $(wildcard $(CURDIR)/../shared/data/fra-eng.txt)
+ifneq ($(SHARED_PAIRS),)
+export ATTENTION_COURSE_DATA ?= $(SHARED_PAIRS)
+endif
 
 .PHONY: lab test setup notebooks clean
 
