@@ -23,6 +23,14 @@ SIGMA_GRID = 10 ** torch.arange(LOG_SIGMA_MIN, LOG_SIGMA_MAX + LOG_SIGMA_STEP / 
 N_TRAIN_MIN, N_TRAIN_MAX, N_TRAIN_STEP = 10, 200, 10
 
 
+def loo_axis_top(curve_max: float) -> float:
+    """Upper y limit of the leave-one-out plot, from a short ladder (changes rarely)."""
+    for top in (0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0):
+        if curve_max * 1.05 <= top:
+            return top
+    return float(np.ceil(curve_max * 1.05))
+
+
 class AttentionPoolingExplorer(BlittedExplorer):
     """Kernel width (log slider), kernel menu and training size; fit, heatmap, LOO curve live."""
 
@@ -103,8 +111,10 @@ class AttentionPoolingExplorer(BlittedExplorer):
         self._shown_curve = None         # (kernel, n_train) whose LOO curve is drawn
 
     def animated_artists(self) -> list:
+        # The heatmap's x axis is redrawn too: its ticks follow the training size.
         return [self.truth_line, self.fit_line, self.points, self.uncovered_marks, self.image,
-                self.loo_line, self.sigma_line, self.trained_line, self.best_mark]
+                self.ax_map.xaxis, self.loo_line, self.sigma_line, self.trained_line,
+                self.best_mark]
 
     def compute(self, sigma, kernel, n_train) -> dict:
         data, trained_w = self.data(n_train)
@@ -141,11 +151,11 @@ class AttentionPoolingExplorer(BlittedExplorer):
             self.loo_line.set_data(SIGMA_GRID.numpy(), curve)
             self.best_mark.set_data([state["best_sigma"]], [state["best_loo_error"]])
             self.trained_line.set_xdata([state["trained_sigma"]] * 2)
-            self.ax_loo.set_ylim(0, 1.1 * float(curve.max()))
+            top = loo_axis_top(float(curve.max()))
+            if top != self.ax_loo.get_ylim()[1]:     # rare: the cached background is stale
+                self.ax_loo.set_ylim(0, top)
+                self._background = None
             self._shown_curve = curve_key
-            # Axis limits and heatmap ticks changed: BlittedExplorer must redraw its cached
-            # background (it has no public hook for this yet).
-            self._background = None
 
     def describe(self, state) -> str:
         parts = [

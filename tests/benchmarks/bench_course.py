@@ -1,0 +1,57 @@
+"""Benchmark 1 — course run time: every lesson executed headless as nbval runs it.
+
+    .venv/bin/python -m tests.benchmarks.bench_course [chapters/01_*/lesson.ipynb ...]
+
+Runs `pytest --nbval` on one lesson at a time (a fresh kernel each, as in `make test`) and prints
+wall time per lesson, the total, and the peak resident memory of the kernel process tree.
+Budget: total <= 6 minutes on 2 CPU cores.
+"""
+
+import argparse
+import pathlib
+import resource
+import subprocess
+import sys
+import time
+
+from tests.benchmarks.common import git_revision, machine, print_table
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BUDGET_S = 6 * 60
+
+
+def run_lesson(path: pathlib.Path) -> tuple[float, float, bool]:
+    """(wall seconds, peak RSS MiB of the pytest process and its kernel, passed)."""
+    cmd = [sys.executable, "-m", "pytest", str(path), "--nbval", "--nbval-current-env",
+           "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "-q", "-p", "no:cacheprovider"]
+    # A wrapper process per lesson, so RUSAGE_CHILDREN of the wrapper covers this lesson only.
+    wrapper = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
+               "rc = subprocess.run(sys.argv[1:], capture_output=True).returncode; "
+               "print(time.perf_counter() - t, "
+               "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, rc)")
+    out = subprocess.run([sys.executable, "-c", wrapper, *cmd], cwd=REPO, capture_output=True,
+                         text=True, check=True).stdout.split()
+    wall, maxrss_kb, rc = float(out[0]), int(out[1]), int(out[2])
+    return wall, maxrss_kb / 1024, rc == 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("lessons", nargs="*", type=pathlib.Path)
+    args = parser.parse_args(argv)
+    lessons = args.lessons or sorted((REPO / "chapters").glob("*/lesson.ipynb"))
+    print(f"# Course run time (nbval, one kernel per lesson) — {machine()} — rev {git_revision()}")
+    rows, total, peak, ok = [], 0.0, 0.0, True
+    for lesson in lessons:
+        wall, rss, passed = run_lesson(lesson)
+        total, peak, ok = total + wall, max(peak, rss), ok and passed
+        rows.append([lesson.parent.name, f"{wall:.1f}", f"{rss:.0f}", "pass" if passed else "FAIL"])
+    rows.append(["total", f"{total:.1f}", f"{peak:.0f}", "pass" if ok else "FAIL"])
+    print_table(["lesson", "wall s", "peak RSS MiB (largest process)", "nbval"], rows)
+    verdict = "within" if total <= BUDGET_S else "OVER"
+    print(f"budget: total {total:.0f} s vs {BUDGET_S} s — {verdict} budget")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Benchmark 2a — widget latency in the kernel, for every control of every lesson's explorer.
+
+    .venv/bin/python -m tests.benchmarks.bench_widgets [--changes 30]
+
+For each control, sets >= 30 different values one after another and times each assignment: the
+observer recomputes, updates the artists and renders the new picture before the assignment
+returns, so this is "value set -> figure redrawn". Budgets: median <= 50 ms, p95 <= 100 ms.
+(The browser side, key press -> visible change, is bench_browser.py.)
+"""
+
+import argparse
+import contextlib
+import io
+import itertools
+import sys
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets as widgets  # noqa: E402
+import numpy as np  # noqa: E402
+
+from tests.benchmarks.common import git_revision, machine, print_table, summary_ms  # noqa: E402
+
+MEDIAN_BUDGET_MS, P95_BUDGET_MS = 50.0, 100.0
+
+
+def explorers():
+    """(lesson, name, factory) for every explorer the lessons show, built as the lessons build them."""
+    from utils.widgets.attention_cues import AttentionCuesExplorer
+    from utils.widgets.attention_pooling import AttentionPoolingExplorer
+    from utils.widgets.scoring_functions import MaskExplorer, ScaleExplorer
+    yield "01", "AttentionCuesExplorer", AttentionCuesExplorer
+    yield "02", "AttentionPoolingExplorer", AttentionPoolingExplorer
+    yield "03", "MaskExplorer", MaskExplorer
+    yield "03", "ScaleExplorer", ScaleExplorer
+    yield from _later_lessons()
+
+
+def _later_lessons():
+    """Explorers of lessons 4-7, when those lessons exist (they register a `benchmark_explorers`)."""
+    import importlib
+    for lesson, module in (("04", "bahdanau"), ("05", "multihead"), ("06", "positional_encoding"),
+                           ("07", "transformer")):
+        try:
+            mod = importlib.import_module(f"utils.widgets.{module}")
+        except ModuleNotFoundError:
+            continue
+        for name, factory in getattr(mod, "benchmark_explorers", lambda: [])():
+            yield lesson, name, factory
+
+
+def control_values(control, count: int) -> list:
+    """`count` values for a control, each different from the one before."""
+    if isinstance(control, (widgets.Dropdown, widgets.SelectionSlider, widgets.ToggleButtons,
+                            widgets.RadioButtons, widgets.Select)):
+        options = [o[1] if isinstance(o, tuple) else o for o in control.options]
+        if isinstance(control.options, dict):
+            options = list(control.options.values())
+        values = options
+    elif isinstance(control, (widgets.Checkbox, widgets.ToggleButton)):
+        values = [not control.value, control.value]
+    elif isinstance(control, widgets.FloatLogSlider):
+        values = list(control.base ** np.linspace(control.min, control.max, 12))
+    elif isinstance(control, (widgets.IntSlider, widgets.BoundedIntText)):
+        values = list(range(control.min, control.max + 1, max(control.step, 1)))
+    elif isinstance(control, (widgets.FloatSlider, widgets.BoundedFloatText)):
+        values = list(np.linspace(control.min, control.max, 12))
+    elif isinstance(control, (widgets.Text, widgets.Textarea)):
+        values = getattr(control, "benchmark_values", None) or [control.value]
+    else:
+        raise TypeError(f"no benchmark values for {type(control).__name__}")
+    # Walk back and forth so that consecutive values differ.
+    cycle = values + values[-2:0:-1] if len(values) > 2 else values
+    picked = list(itertools.islice(itertools.cycle(cycle), count + 1))
+    return picked[1:] if picked[0] == control.value else picked[:count]
+
+
+def time_control(explorer, name: str, count: int) -> list[float]:
+    control, times = explorer.controls[name], []
+    for value in control_values(control, count):
+        start = time.perf_counter()
+        control.value = value
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--changes", type=int, default=30)
+    args = parser.parse_args(argv)
+    print(f"# Widget latency in the kernel (value set -> figure redrawn), {args.changes} changes "
+          f"per control — {machine()} — rev {git_revision()}")
+    rows, misses = [], 0
+    for lesson, name, factory in explorers():
+        with contextlib.redirect_stdout(io.StringIO()):     # headless display() prints reprs
+            explorer = factory()
+        for control in explorer.controls:
+            with contextlib.redirect_stdout(io.StringIO()):
+                times = time_control(explorer, control, args.changes)
+            median, p95 = summary_ms(times)
+            ok = median <= MEDIAN_BUDGET_MS and p95 <= P95_BUDGET_MS
+            misses += not ok
+            rows.append([lesson, name, control, f"{median:.1f}", f"{p95:.1f}",
+                         "ok" if ok else "OVER"])
+    print_table(["lesson", "explorer", "control", "median ms", "p95 ms", "budget"], rows)
+    print(f"budget: median <= {MEDIAN_BUDGET_MS:.0f} ms and p95 <= {P95_BUDGET_MS:.0f} ms — "
+          f"{len(rows) - misses} of {len(rows)} controls within")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
