@@ -54,7 +54,8 @@ class AttentionCuesExplorer(BlittedExplorer):
     def compute(self, q1, q2, q3, temperature) -> dict:
         query = torch.tensor([[q1, q2, q3]], dtype=torch.float32)     # (1, 3)
         output, weights = soft_address(query, self.keys, self.values_, temperature=temperature)
-        return {"query": query[0], "weights": weights[0], "output": output[0]}
+        return {"query": query[0], "temperature": temperature, "weights": weights[0],
+                "output": output[0]}
 
     def draw(self, state):
         weights = state["weights"].numpy()
@@ -67,4 +68,6 @@ class AttentionCuesExplorer(BlittedExplorer):
     def describe(self, state) -> str:
         weights = ", ".join(f"{w:.2f}" for w in state["weights"].tolist())
         output = ", ".join(f"{o:.2f}" for o in state["output"].tolist())
-        return f"weights: [{weights}] &nbsp;·&nbsp; output: [{output}]"
+        query = ", ".join(f"{q:g}" for q in state["query"].tolist())
+        return (f"query [{query}], T = {state['temperature']:.2f} &nbsp;·&nbsp; "
+                f"weights: [{weights}] &nbsp;·&nbsp; output: [{output}]")
