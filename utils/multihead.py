@@ -1,0 +1,223 @@
+"""Multi-head attention (lesson 5), built on the lesson-3 ``ScaledDotProductAttention``.
+
+Interface (stable; lessons 6 and 7 build on it)::
+
+    MultiHeadAttention(num_hiddens, num_heads, dropout=0.0, bias=False,
+                       key_size=None, query_size=None, value_size=None)
+    mha(queries, keys, values, valid_lens=None, need_weights=None) -> (batch, queries, num_hiddens)
+
+- queries (b, m, query_size), keys (b, n, key_size), values (b, n, value_size); the three sizes
+  default to ``num_hiddens``.
+- valid_lens: None, (b,) one length per sequence, or (b, m) one length per query (causal masks).
+- ``need_weights`` (argument, or the attribute of the same name when the argument is None;
+  default True): when True the explicit path runs and ``mha.attention_weights`` holds the
+  weights per head, shape (b, num_heads, m, n); when False the fused
+  ``torch.nn.functional.scaled_dot_product_attention`` runs and ``attention_weights`` is None.
+- ``num_heads`` must divide ``num_hiddens`` (each head gets ``num_hiddens // num_heads``
+  features); otherwise a one-line ValueError names the divisors.
+
+Helpers: ``split_heads`` / ``merge_heads`` (the reshaping, shape by shape),
+``repeat_valid_lens`` (one copy of the lengths per head), ``divisors``,
+``multihead_cost`` (parameters and FLOPs versus heads), ``key_padding_mask`` and
+``to_torch_multihead`` (the same layer as ``torch.nn.MultiheadAttention``).
+"""
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from utils.attention import ScaledDotProductAttention, check_attention_inputs
+from utils.masking import check_valid_lens
+
+
+def divisors(n: int) -> list:
+    """All positive divisors of n, ascending: the head counts a hidden size allows."""
+    if int(n) != n or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n}")
+    return [d for d in range(1, int(n) + 1) if n % d == 0]
+
+
+def check_num_heads(num_hiddens: int, num_heads: int) -> int:
+    """Return the head size num_hiddens // num_heads, or raise if num_heads does not divide."""
+    if int(num_hiddens) != num_hiddens or num_hiddens < 1:
+        raise ValueError(f"num_hiddens must be a positive integer, got {num_hiddens}")
+    if int(num_heads) != num_heads or num_heads < 1:
+        raise ValueError(f"num_heads must be a positive integer, got {num_heads}")
+    if num_hiddens % num_heads:
+        raise ValueError(f"num_heads={num_heads} does not divide num_hiddens={num_hiddens}; "
+                         f"choose one of its divisors: {divisors(num_hiddens)}")
+    return num_hiddens // num_heads
+
+
+def split_heads(X: torch.Tensor, num_heads: int, fold: bool = True) -> torch.Tensor:
+    """Cut the feature axis into heads.
+
+    X (b, n, h·d) -> (b, n, h, d) -> (b, h, n, d); with ``fold`` the head axis is folded into
+    the batch: (b·h, n, d), row ``i·h + j`` being head j of sequence i.
+    """
+    if X.dim() != 3:
+        raise ValueError(f"split_heads expects (batch, steps, features), got {tuple(X.shape)}")
+    b, n, features = X.shape
+    d = check_num_heads(features, num_heads)
+    X = X.reshape(b, n, num_heads, d)          # (b, n, h, d)
+    X = X.permute(0, 2, 1, 3)                  # (b, h, n, d)
+    return X.reshape(b * num_heads, n, d) if fold else X
+
+
+def merge_heads(X: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """Undo ``split_heads``: (b·h, n, d) or (b, h, n, d) -> (b, n, h·d)."""
+    if X.dim() == 3:
+        if X.shape[0] % num_heads:
+            raise ValueError(f"first axis {X.shape[0]} is not batch·num_heads for "
+                             f"num_heads={num_heads}; pass the output of split_heads")
+        X = X.reshape(-1, num_heads, X.shape[1], X.shape[2])     # (b, h, n, d)
+    elif X.dim() != 4 or X.shape[1] != num_heads:
+        raise ValueError(f"merge_heads expects (b·h, n, d) or (b, h, n, d) with h={num_heads}, "
+                         f"got {tuple(X.shape)}")
+    b, h, n, d = X.shape
+    X = X.permute(0, 2, 1, 3)                  # (b, n, h, d)
+    return X.reshape(b, n, h * d)              # (b, n, h·d)
+
+
+def repeat_valid_lens(valid_lens, num_heads: int):
+    """One copy of the lengths per head, in ``split_heads`` order: (b,) -> (b·h,),
+    (b, m) -> (b·h, m). None stays None."""
+    if valid_lens is None:
+        return None
+    return torch.as_tensor(valid_lens).repeat_interleave(num_heads, dim=0)
+
+
+def key_padding_mask(valid_lens, num_keys: int) -> torch.Tensor:
+    """(b,) lengths -> (b, num_keys) bool, True where a key is padding (PyTorch's convention)."""
+    lens = torch.as_tensor(valid_lens)
+    if lens.dim() != 1:
+        raise ValueError(f"key_padding_mask takes one length per sequence, shape (batch,), got "
+                         f"{tuple(lens.shape)}; per-query lengths need an attn_mask instead")
+    lens = check_valid_lens(lens, lens.shape[0], 1, num_keys)[:, 0]       # (b,)
+    return torch.arange(num_keys)[None, :] >= lens[:, None]                # (b, num_keys)
+
+
+def multihead_cost(num_hiddens: int, num_heads: int, num_queries: int, num_keys: int,
+                   bias: bool = False) -> dict:
+    """Parameters and multiply-adds of one layer (queries, keys, values all of size num_hiddens).
+
+    Projections: 4 matrices num_hiddens x num_hiddens, whatever the number of heads.
+    Attention: each head scores m·n pairs over d = num_hiddens/h features and averages n values
+    of size d, so h heads cost 2·m·n·num_hiddens multiply-adds, like one full-width head.
+    """
+    d = check_num_heads(num_hiddens, num_heads)
+    params = 4 * num_hiddens * num_hiddens + (4 * num_hiddens if bias else 0)
+    projection = (2 * num_queries + 2 * num_keys) * num_hiddens * num_hiddens
+    attention = num_heads * 2 * num_queries * num_keys * d
+    return {"num_heads": num_heads, "head_size": d, "parameters": params,
+            "projection_macs": projection, "attention_macs": attention,
+            "score_entries": num_heads * num_queries * num_keys}
+
+
+class MultiHeadAttention(nn.Module):
+    """h heads, each attention(W_q^i q, W_k^i k, W_v^i v), concatenated and projected by W_o."""
+
+    def __init__(self, num_hiddens: int, num_heads: int, dropout: float = 0.0,
+                 bias: bool = False, key_size=None, query_size=None, value_size=None):
+        super().__init__()
+        self.head_size = check_num_heads(num_hiddens, num_heads)
+        self.num_hiddens, self.num_heads = num_hiddens, num_heads
+        self.attention = ScaledDotProductAttention(dropout)
+        self.W_q = nn.Linear(query_size or num_hiddens, num_hiddens, bias=bias)
+        self.W_k = nn.Linear(key_size or num_hiddens, num_hiddens, bias=bias)
+        self.W_v = nn.Linear(value_size or num_hiddens, num_hiddens, bias=bias)
+        self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+        self.need_weights = True
+        self.attention_weights = None          # (b, num_heads, m, n) after a forward with weights
+
+    def check_sizes(self, queries, keys, values) -> None:
+        check_attention_inputs(queries, keys, values)
+        for name, tensor, layer in (("query", queries, self.W_q), ("key", keys, self.W_k),
+                                    ("value", values, self.W_v)):
+            if tensor.shape[-1] != layer.in_features:
+                raise ValueError(f"this MultiHeadAttention expects {name} size "
+                                 f"{layer.in_features} (last dimension), got "
+                                 f"{tensor.shape[-1]}; build it with "
+                                 f"{name}_size={tensor.shape[-1]}")
+
+    def forward(self, queries, keys, values, valid_lens=None, need_weights=None):
+        """queries (b, m, q), keys (b, n, k), values (b, n, v) -> (b, m, num_hiddens)."""
+        self.check_sizes(queries, keys, values)
+        (b, m, _), n = queries.shape, keys.shape[1]
+        lens = None if valid_lens is None else check_valid_lens(valid_lens, b, m, n)  # (b, m)
+        if need_weights is None:
+            need_weights = self.need_weights
+        h = self.num_heads
+        q = split_heads(self.W_q(queries), h)                  # (b·h, m, d)
+        k = split_heads(self.W_k(keys), h)                     # (b·h, n, d)
+        v = split_heads(self.W_v(values), h)                   # (b·h, n, d)
+        if need_weights:
+            out = self.attention(q, k, v, repeat_valid_lens(lens, h))  # (b·h, m, d)
+            self.attention_weights = self.attention.attention_weights.reshape(b, h, m, n)
+        else:
+            self.attention_weights = None
+            mask = None
+            if lens is not None:                               # True = key takes part
+                mask = torch.arange(n, device=queries.device) < lens[..., None].to(queries.device)
+                mask = mask[:, None]                           # (b, 1, m, n), shared by heads
+            p = self.attention.dropout.p if self.training else 0.0
+            out = F.scaled_dot_product_attention(q.reshape(b, h, m, -1), k.reshape(b, h, n, -1),
+                                                 v.reshape(b, h, n, -1), attn_mask=mask,
+                                                 dropout_p=p)  # (b, h, m, d)
+        return self.W_o(merge_heads(out, h))                   # (b, m, num_hiddens)
+
+
+def to_torch_multihead(mha: MultiHeadAttention) -> nn.MultiheadAttention:
+    """A ``torch.nn.MultiheadAttention`` (batch_first=True) holding copies of our weights."""
+    if mha.W_q.in_features != mha.num_hiddens:
+        raise ValueError(f"torch.nn.MultiheadAttention needs query size == num_hiddens "
+                         f"({mha.num_hiddens}), this layer has query_size={mha.W_q.in_features}; "
+                         f"build ours without query_size to compare")
+    bias = mha.W_q.bias is not None
+    torch_mha = nn.MultiheadAttention(mha.num_hiddens, mha.num_heads,
+                                      dropout=mha.attention.dropout.p, bias=bias,
+                                      kdim=mha.W_k.in_features, vdim=mha.W_v.in_features,
+                                      batch_first=True)
+    with torch.no_grad():
+        if torch_mha.in_proj_weight is not None:           # all sizes equal: one packed matrix
+            torch_mha.in_proj_weight.copy_(torch.cat([mha.W_q.weight, mha.W_k.weight,
+                                                      mha.W_v.weight]))
+        else:
+            torch_mha.q_proj_weight.copy_(mha.W_q.weight)
+            torch_mha.k_proj_weight.copy_(mha.W_k.weight)
+            torch_mha.v_proj_weight.copy_(mha.W_v.weight)
+        torch_mha.out_proj.weight.copy_(mha.W_o.weight)
+        if bias:
+            torch_mha.in_proj_bias.copy_(torch.cat([mha.W_q.bias, mha.W_k.bias, mha.W_v.bias]))
+            torch_mha.out_proj.bias.copy_(mha.W_o.bias)
+    return torch_mha.train(mha.training)
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring the two paths (lesson 5's benchmark).
+
+def peak_memory_mib(fn) -> float:
+    """Peak extra CPU memory (MiB) that PyTorch allocates while running ``fn()``.
+
+    Replays the allocations and frees the profiler records, in time order, and returns the
+    highest running total. The profiler's C++ start/stop log lines are sent to /dev/null.
+    """
+    import os
+    from torch.profiler import ProfilerActivity, profile
+
+    saved_stderr = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        with torch.no_grad(), profile(activities=[ProfilerActivity.CPU],
+                                      profile_memory=True) as prof:
+            fn()
+    finally:
+        os.dup2(saved_stderr, 2)
+        os.close(saved_stderr)
+        os.close(devnull)
+    running = peak = 0
+    for event in sorted(prof.events(), key=lambda e: e.time_range.start):
+        running += event.self_cpu_memory_usage
+        peak = max(peak, running)
+    return peak / 2 ** 20
