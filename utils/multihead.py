@@ -148,23 +148,30 @@ class MultiHeadAttention(nn.Module):
         if need_weights is None:
             need_weights = self.need_weights
         h = self.num_heads
+        if not need_weights:
+            return self._fused(queries, keys, values, lens)
         q = split_heads(self.W_q(queries), h)                  # (b·h, m, d)
         k = split_heads(self.W_k(keys), h)                     # (b·h, n, d)
         v = split_heads(self.W_v(values), h)                   # (b·h, n, d)
-        if need_weights:
-            out = self.attention(q, k, v, repeat_valid_lens(lens, h))  # (b·h, m, d)
-            self.attention_weights = self.attention.attention_weights.reshape(b, h, m, n)
-        else:
-            self.attention_weights = None
-            mask = None
-            if lens is not None:                               # True = key takes part
-                mask = torch.arange(n, device=queries.device) < lens[..., None].to(queries.device)
-                mask = mask[:, None]                           # (b, 1, m, n), shared by heads
-            p = self.attention.dropout.p if self.training else 0.0
-            out = F.scaled_dot_product_attention(q.reshape(b, h, m, -1), k.reshape(b, h, n, -1),
-                                                 v.reshape(b, h, n, -1), attn_mask=mask,
-                                                 dropout_p=p)  # (b, h, m, d)
+        out = self.attention(q, k, v, repeat_valid_lens(lens, h))  # (b·h, m, d)
+        self.attention_weights = self.attention.attention_weights.reshape(b, h, m, n)
         return self.W_o(merge_heads(out, h))                   # (b, m, num_hiddens)
+
+    def _fused(self, queries, keys, values, lens):
+        """Fast path: fused scaled_dot_product_attention on strided views (no weights kept)."""
+        (b, m, _), n, h = queries.shape, keys.shape[1], self.num_heads
+        self.attention_weights = None
+        # (b, len, h·d) -> view (b, len, h, d) -> (b, h, len, d): a transpose, no copy.
+        heads = lambda t, length: t.view(b, length, h, -1).transpose(1, 2)
+        mask = None
+        if lens is not None:                                   # True = key takes part
+            mask = torch.arange(n, device=queries.device) < lens[..., None].to(queries.device)
+            mask = mask[:, None]                               # (b, 1, m, n), shared by heads
+        p = self.attention.dropout.p if self.training else 0.0
+        out = F.scaled_dot_product_attention(heads(self.W_q(queries), m), heads(self.W_k(keys), n),
+                                             heads(self.W_v(values), n), attn_mask=mask,
+                                             dropout_p=p)      # (b, h, m, d)
+        return self.W_o(out.transpose(1, 2).reshape(b, m, -1))  # (b, m, num_hiddens)
 
 
 def to_torch_multihead(mha: MultiHeadAttention) -> nn.MultiheadAttention:
