@@ -1,0 +1,75 @@
+"""BLEU: the book's one-sentence score, and sacrebleu's standard corpus score.
+
+- ``bleu(pred, label, k=2)``: for one sentence, as *Dive into Deep Learning* defines it,
+  exp(min(0, 1 - len_label / len_pred)) * prod_{n=1..k} p_n ** (1 / 2**n), where p_n is the
+  clipped n-gram precision (an n-gram of the prediction counts at most as often as it occurs in
+  the label). Orders longer than the prediction are skipped, as in d2l 1.0.3's ``bleu``.
+- ``corpus_bleu(predictions, references)``: the standard corpus BLEU (4-grams, brevity penalty
+  over the corpus) computed by sacrebleu on already tokenized text, on its usual 0-100 scale.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+from typing import Sequence
+
+
+def _ngram_counts(tokens: list[str], n: int) -> collections.Counter:
+    return collections.Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+
+
+def clipped_precision(pred_tokens: list[str], label_tokens: list[str], n: int) -> float:
+    """Share of the prediction's n-grams found in the label, each used at most as often as there."""
+    pred_counts = _ngram_counts(pred_tokens, n)
+    total = sum(pred_counts.values())
+    if total == 0:
+        raise ValueError(f"the prediction has {len(pred_tokens)} tokens: no {n}-grams to count; "
+                         f"use n <= {len(pred_tokens)}")
+    label_counts = _ngram_counts(label_tokens, n)
+    matches = sum(min(count, label_counts[gram]) for gram, count in pred_counts.items())
+    return matches / total
+
+
+def bleu(pred: str, label: str, k: int = 2) -> float:
+    """The book's BLEU of one predicted sentence against one label (space-separated tokens).
+
+    Returns a number in [0, 1]; 1 means identical. An empty prediction scores 0. An empty label
+    or a ``k`` that is not a positive int raises ValueError.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k (the longest n-gram) must be a positive int, got {k!r}")
+    if not isinstance(pred, str) or not isinstance(label, str):
+        raise ValueError(f"pred and label must be strings of space-separated tokens, got "
+                         f"{type(pred).__name__} and {type(label).__name__}")
+    pred_tokens, label_tokens = pred.split(), label.split()
+    if not label_tokens:
+        raise ValueError("the label is empty; BLEU needs a reference translation with tokens")
+    if not pred_tokens:
+        return 0.0
+    score = math.exp(min(0.0, 1 - len(label_tokens) / len(pred_tokens)))   # brevity penalty
+    for n in range(1, min(k, len(pred_tokens)) + 1):
+        score *= clipped_precision(pred_tokens, label_tokens, n) ** (0.5 ** n)
+    return score
+
+
+def corpus_bleu(predictions: Sequence[str], references: Sequence):
+    """sacrebleu's corpus BLEU of tokenized predictions; returns its ``BLEUScore`` (0-100).
+
+    ``references[i]`` is one reference string or a list of them (several correct translations
+    of sentence i). The text is used as tokenized by ``utils.data`` (``tokenize="none"``).
+    """
+    from sacrebleu.metrics import BLEU
+
+    if len(predictions) != len(references):
+        raise ValueError(f"{len(predictions)} predictions but {len(references)} references; "
+                         f"pass one reference (or list of references) per prediction")
+    if not predictions:
+        raise ValueError("no predictions: corpus BLEU needs at least one sentence")
+    ref_lists = [[r] if isinstance(r, str) else list(r) for r in references]
+    if any(not refs for refs in ref_lists):
+        raise ValueError("every prediction needs at least one reference string")
+    width = max(len(refs) for refs in ref_lists)
+    # sacrebleu wants one stream per reference slot; None fills slots a sentence does not use.
+    streams = [[refs[j] if j < len(refs) else None for refs in ref_lists] for j in range(width)]
+    return BLEU(tokenize="none").corpus_score(list(predictions), streams)
