@@ -1,0 +1,73 @@
+"""Lesson 7 in a real browser: change layer, head, attention kind and sentence; toggle the mask."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_all_cells,
+                                   save_screenshot, set_slider_by_readout, slider_value,
+                                   wait_for_text_change)
+
+LESSON = "chapters/07_transformer/lesson.ipynb"
+
+
+@pytest.mark.browser
+def test_lesson_07_explorers_respond(jupyter_lab, browser_page, console_errors, artifacts_dir):
+    page = browser_page
+    open_notebook(page, jupyter_lab.base_url, LESSON)
+    # The models come from the model cache (the lesson was executed before); a cold cache
+    # trains them, which takes minutes on a busy machine.
+    run_all_cells(page, timeout_ms=900_000)
+
+    # The attention explorer comes first in the lesson, the causal-mask demo second. (Located by
+    # position, not by text: an error message replaces the attention readout's usual text.)
+    readouts = page.locator(".explorer-readout")
+    expect(readouts).to_have_count(2)
+    readout, mask_readout = readouts.nth(0), readouts.nth(1)
+    expect(readout).to_contain_text("strongest key per query")
+    expect(mask_readout).to_contain_text("causal mask")
+    start = readout.inner_text()
+    assert "encoder–decoder attention, layer 1, head 1" in start
+
+    # Head 3 (typed into the readout): the readout and the picture change.
+    heatmap = page.locator("img.widget-image").first
+    old_picture = heatmap.get_attribute("src")
+    assert old_picture, "the heatmap image has no picture yet"
+    set_slider_by_readout(page, find_slider(page, "head"), 3)
+    after_head = wait_for_text_change(readout, start)
+    assert "layer 1, head 3" in after_head
+    expect(heatmap).not_to_have_attribute("src", old_picture)
+
+    # Layer 2 with the arrow key: another picture.
+    picture = heatmap.get_attribute("src")
+    press_slider_keys(page, "layer", "ArrowRight", 1)
+    expect(readout).to_contain_text("layer 2, head 3")
+    assert slider_value(find_slider(page, "layer")) == 2
+    expect(heatmap).not_to_have_attribute("src", picture)
+
+    # Another kind of attention from the menu.
+    page.locator(".widget-dropdown select").first.select_option(label="decoder self-attention")
+    expect(readout).to_contain_text("decoder self-attention, layer 2, head 3")
+
+    # A new sentence in the box (Enter commits it): the model translates it.
+    box = page.locator(".widget-text input[list]").first   # a Combobox: a text input with a datalist
+    box.fill("i lost .")
+    box.press("Enter")
+    expect(readout).to_contain_text("i lost . <eos> →")
+    readout.scroll_into_view_if_needed()
+    save_screenshot(page, artifacts_dir, "lesson_07_new_sentence")
+    box.fill("")
+    box.press("Enter")
+    expect(readout).to_contain_text("the sentence is empty")
+
+    # The causal-mask demo: untick the box, the other run is shown.
+    before_mask = mask_readout.inner_text()
+    assert "causal mask ON" in before_mask
+    page.locator(".widget-checkbox input").first.uncheck()
+    assert "causal mask OFF" in wait_for_text_change(mask_readout, before_mask)
+
+    readout.scroll_into_view_if_needed()
+    shot = save_screenshot(page, artifacts_dir, "lesson_07_after_controls")
+    assert shot.stat().st_size > 10_000
+    console_errors.assert_none()

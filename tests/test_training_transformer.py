@@ -1,0 +1,56 @@
+"""Training the lesson's Transformer with lesson 4's loop: the quality the lesson shows, asserted.
+
+Slow (about a minute per run on two idle cores): every run here trains from scratch (no cache).
+"""
+
+import dataclasses
+
+import pytest
+import torch
+
+from utils.bleu import bleu
+from utils.seq2seq import greedy_translate
+from utils.transformer import TransformerConfig, attention_maps, train_or_load_transformer
+from utils.widgets.transformer import DEMO_CONFIG, TEST_PAIRS, causal_demo_runs
+
+
+@pytest.fixture(scope="module")
+def trained(shared_pairs_file):
+    config = TransformerConfig()
+    model, src_vocab, tgt_vocab, result, _, from_cache = train_or_load_transformer(
+        config, shared_pairs_file, use_cache=False, animate=False, show_progress=False)
+    assert not from_cache
+    return config, model, src_vocab, tgt_vocab, result
+
+
+@pytest.mark.slow
+def test_seeded_run_translates_the_four_sentences(trained):
+    config, model, src_vocab, tgt_vocab, result = trained
+    scores = [bleu(greedy_translate(model, english, src_vocab, tgt_vocab, config.num_steps).text,
+                   french) for english, french in TEST_PAIRS]
+    assert sum(scores) / len(scores) >= 0.9, f"BLEU per sentence {scores}"
+    assert result.epochs == 200 and len(result.losses) == 200
+    assert result.losses[-1] < result.losses[0] / 10           # the loss fell by 10x or more
+
+
+@pytest.mark.slow
+def test_trained_attention_is_masked_and_aligned(trained):
+    config, model, src_vocab, tgt_vocab, _ = trained
+    maps = attention_maps(model, "he's calm .", src_vocab, tgt_vocab, config.num_steps)
+    assert maps.translation.text == "il est calme ."
+    assert maps.encoder[..., maps.source_valid_len:].abs().sum() == 0
+    assert torch.triu(maps.decoder_self, diagonal=1).abs().sum() == 0
+    # Some head of some layer aligns the step that produces "calme" with the source word "calm".
+    step = maps.output_tokens.index("calme")
+    strongest = maps.cross[:, :, step].argmax(dim=-1)            # (layers, heads) key index
+    assert (strongest == maps.source_tokens.index("calm")).any(), strongest
+
+
+@pytest.mark.slow
+def test_without_the_causal_mask_the_loss_collapses_and_translation_fails(shared_pairs_file):
+    runs = causal_demo_runs(DEMO_CONFIG, path=shared_pairs_file, use_cache=False)
+    on, off = runs[True], runs[False]
+    assert off["final_loss"] < 0.6 * on["final_loss"]
+    assert off["future_share"] > 0.3 and on["future_share"] == 0.0
+    assert off["mean_bleu"] < on["mean_bleu"]
+    assert dataclasses.replace(DEMO_CONFIG, causal=True).num_epochs == 30

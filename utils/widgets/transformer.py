@@ -1,0 +1,251 @@
+"""Lesson 7 explorers: the trained Transformer's attention, and what the causal mask is for.
+
+- ``TransformerAttentionExplorer``: a sentence box, an attention-kind menu and layer / head
+  sliders; one heatmap of the chosen (kind, layer, head) weights updates in place. Translations
+  are computed once per sentence; moving a slider is a look-up and a blit.
+- ``CausalMaskExplorer``: a "causal mask" checkbox switching between two short training runs,
+  precomputed (and cached on disk) with and without the mask: loss curves, the decoder's
+  self-attention on a reference translation, and the greedy translations with their BLEU.
+
+The numbers come from pure functions in ``utils.transformer`` (``attention_maps``,
+``teacher_forced_attention``, ``future_attention_share``) and ``causal_demo_summary`` below.
+"""
+
+import dataclasses
+import html
+
+import ipywidgets as widgets
+import matplotlib
+import numpy as np
+
+from utils.bleu import bleu
+from utils.seq2seq import greedy_translate
+from utils.transformer import (TransformerConfig, attention_maps, future_attention_share,
+                               teacher_forced_attention, train_or_load_transformer)
+from utils.widgets.base import BlittedExplorer
+
+# The book's four test sentences and their reference translations.
+TEST_PAIRS = (("go .", "va !"), ("i lost .", "j'ai perdu ."), ("he's calm .", "il est calme ."),
+              ("i'm home .", "je suis chez moi ."))
+ATTENTION_KINDS = {"encoder self-attention": "encoder", "decoder self-attention": "decoder_self",
+                   "encoder–decoder attention": "cross"}
+# The demo runs: the lesson's model and data, trained briefly (a few seconds each).
+DEMO_CONFIG = TransformerConfig(num_epochs=30)
+
+
+# ----------------------------------------------------------------------------- pure functions
+
+def pick_heatmap(maps, kind: str, layer: int, head: int, size: int) -> dict:
+    """The (size, size) picture of one (kind, layer, head): weights top-left, NaN elsewhere.
+
+    Returns the matrix, the query (row) and key (column) labels, and the weights' own shape.
+    ``layer`` and ``head`` count from 1, as the sliders do.
+    """
+    if kind not in ATTENTION_KINDS.values():
+        raise ValueError(f"kind must be one of {sorted(ATTENTION_KINDS.values())}, got {kind!r}")
+    weights = getattr(maps, kind)                                        # (L, H, q, k)
+    layers, heads = weights.shape[:2]
+    if not (1 <= layer <= layers and 1 <= head <= heads):
+        raise ValueError(f"layer must lie in 1..{layers} and head in 1..{heads}, "
+                         f"got layer={layer}, head={head}")
+    matrix = weights[layer - 1, head - 1].numpy()                        # (q, k)
+    picture = np.full((size, size), np.nan)
+    picture[:matrix.shape[0], :matrix.shape[1]] = matrix
+    steps = [f"{i} → {o}" for i, o in zip(maps.decoder_inputs, maps.output_tokens)]
+    rows = maps.source_tokens if kind == "encoder" else steps
+    cols = maps.decoder_inputs if kind == "decoder_self" else maps.source_tokens
+    return {"matrix": matrix, "picture": picture, "rows": list(rows), "cols": list(cols)}
+
+
+def causal_demo_summary(model, src_vocab, tgt_vocab, result, num_steps: int,
+                        pairs=TEST_PAIRS, probe=TEST_PAIRS[2]) -> dict:
+    """What one demo run shows: its loss curve, its greedy translations of ``pairs`` with BLEU,
+    and its decoder self-attention (mean over layers and heads) while reading ``probe``'s
+    reference translation, with the share of weight on future positions."""
+    translations = [greedy_translate(model, english, src_vocab, tgt_vocab, num_steps).text
+                    for english, _ in pairs]
+    scores = [bleu(text, french) for text, (_, french) in zip(translations, pairs)]
+    weights, inputs = teacher_forced_attention(model, *probe, src_vocab, tgt_vocab, num_steps)
+    return {"losses": list(result.losses), "final_loss": result.loss,
+            "translations": translations, "bleu": scores, "mean_bleu": float(np.mean(scores)),
+            "attention": weights.mean(dim=(0, 1)).numpy(),                # (T, T)
+            "future_share": float(future_attention_share(weights).mean()),
+            "inputs": inputs, "pairs": list(pairs)}
+
+
+def causal_demo_runs(config: TransformerConfig = DEMO_CONFIG, path=None,
+                     use_cache: bool = True) -> dict:
+    """{True: summary with the causal mask, False: without}, training (or loading) both runs."""
+    runs = {}
+    for causal in (True, False):
+        run_config = dataclasses.replace(config, causal=causal)
+        model, src_vocab, tgt_vocab, result, *_ = train_or_load_transformer(
+            run_config, path, use_cache=use_cache, animate=False, show_progress=False)
+        runs[causal] = causal_demo_summary(model, src_vocab, tgt_vocab, result,
+                                           run_config.num_steps)
+    return runs
+
+
+# ----------------------------------------------------------------------------- explorers
+
+class TransformerAttentionExplorer(BlittedExplorer):
+    """Type a sentence, pick encoder / decoder / encoder–decoder attention, a layer and a head."""
+
+    def __init__(self, model, src_vocab, tgt_vocab, num_steps: int, sentence: str = "he's calm .",
+                 sentences=tuple(english for english, _ in TEST_PAIRS)):
+        self.model, self.src_vocab, self.tgt_vocab = model, src_vocab, tgt_vocab
+        self.num_steps = num_steps
+        self.layers = len(model.encoder.blks)
+        self.heads = model.encoder.blks[0].attention.num_heads
+        self._maps = {}                                   # sentence -> AttentionMaps (or error)
+        self._labels = None                               # tick labels currently drawn
+        controls = {
+            "sentence": widgets.Combobox(value=sentence, options=list(sentences),
+                                         description="sentence", ensure_option=False,
+                                         continuous_update=False),
+            "kind": widgets.Dropdown(options=ATTENTION_KINDS, value="cross",
+                                     description="attention"),
+            "layer": widgets.IntSlider(value=1, min=1, max=self.layers, description="layer"),
+            "head": widgets.IntSlider(value=1, min=1, max=self.heads, description="head"),
+        }
+        super().__init__(controls, figsize=(5.6, 4.6))
+
+    def maps_for(self, sentence: str):
+        """AttentionMaps of ``sentence`` (computed once), or the ValueError it raises."""
+        if sentence not in self._maps:
+            try:
+                self._maps[sentence] = attention_maps(self.model, sentence, self.src_vocab,
+                                                      self.tgt_vocab, self.num_steps,
+                                                      truncate=True)
+            except ValueError as error:
+                self._maps[sentence] = error
+        return self._maps[sentence]
+
+    def build_figure(self, fig):
+        n = self.num_steps
+        self.ax = fig.subplots()
+        cmap = matplotlib.colormaps["Reds"].with_extremes(bad="#eeeeee")
+        self.image = self.ax.imshow(np.full((n, n), np.nan), cmap=cmap, vmin=0, vmax=1)
+        self.ax.set(xticks=range(n), yticks=range(n), xlabel="keys", ylabel="queries")
+        self.ax.tick_params(axis="x", labelrotation=90, labelsize=8)
+        self.ax.tick_params(axis="y", labelsize=8)
+        self.title = self.ax.text(0.5, 1.03, "", transform=self.ax.transAxes, ha="center",
+                                  fontsize=10)
+        fig.colorbar(self.image, ax=self.ax, shrink=0.8, label="attention weight")
+        fig.subplots_adjust(left=0.25, bottom=0.22, right=0.98, top=0.92)
+
+    def animated_artists(self):
+        return [self.image, self.title]
+
+    def compute(self, sentence, kind, layer, head) -> dict:
+        maps = self.maps_for(sentence)
+        state = {"sentence": sentence, "kind": kind, "layer": layer, "head": head}
+        if isinstance(maps, ValueError):
+            return {**state, "error": str(maps)}
+        return {**state, "error": None, "maps": maps,
+                **pick_heatmap(maps, kind, layer, head, self.num_steps)}
+
+    def draw(self, state):
+        n = self.num_steps
+        if state["error"]:
+            self.image.set_data(np.full((n, n), np.nan))
+            self.title.set_text("no translation (see the message above)")
+            if self._labels is not None:                  # no tokens: blank the tick labels
+                self.ax.set_yticks(range(n), [""] * n)
+                self.ax.set_xticks(range(n), [""] * n)
+                self._labels, self._background = None, None
+            return
+        labels = (tuple(state["rows"]), tuple(state["cols"]))
+        if labels != self._labels:                        # new tokens: redraw the static parts
+            pad = lambda names: list(names) + [""] * (n - len(names))   # noqa: E731
+            self.ax.set_yticks(range(n), pad(state["rows"]))
+            self.ax.set_xticks(range(n), pad(state["cols"]))
+            self._labels = labels
+            self._background = None
+        self.image.set_data(np.ma.masked_invalid(state["picture"]))
+        name = next(k for k, v in ATTENTION_KINDS.items() if v == state["kind"])
+        self.title.set_text(f"{name}, layer {state['layer']}, head {state['head']}")
+
+    def describe(self, state) -> str:
+        if state["error"]:
+            return (f"<span style='color:#b00'>{html.escape(state['error'])}</span>")
+        translation = state["maps"].translation
+        source = " ".join(state["maps"].source_tokens[:state["maps"].source_valid_len])
+        notes = []
+        if translation.dropped:
+            notes.append(f"note: only the first {self.num_steps - 1} words fit (num_steps="
+                         f"{self.num_steps}); dropped: {' '.join(translation.dropped)}")
+        if translation.unknown:
+            notes.append(f"note: unknown to the model (read as &lt;unk&gt;): "
+                         f"{' '.join(translation.unknown)}")
+        if not translation.ended:
+            notes.append("note: no &lt;eos&gt; within num_steps")
+        matrix = state["matrix"]
+        top = matrix.argmax(axis=1)
+        focus = ", ".join(f"{html.escape(state['rows'][i])} ⇒ {html.escape(state['cols'][j])}"
+                          for i, j in enumerate(top))
+        extra = "".join(f"<br>{html.escape(note).replace('&amp;', '&')}" for note in notes)
+        name = next(k for k, v in ATTENTION_KINDS.items() if v == state["kind"])
+        return (f"{html.escape(source)} → <b>{html.escape(translation.text)}</b> "
+                f"&nbsp;·&nbsp; {name}, layer {state['layer']}, head {state['head']}: strongest "
+                f"key per query: {focus}{extra}")
+
+
+class CausalMaskExplorer(BlittedExplorer):
+    """Tick or untick "causal mask" to switch between the two precomputed demo runs."""
+
+    def __init__(self, runs: dict):
+        if set(runs) != {True, False}:
+            raise ValueError("runs must map True (with the causal mask) and False (without) to "
+                             "summaries; build them with causal_demo_runs()")
+        self.runs = runs
+        controls = {"causal": widgets.Checkbox(value=True, description="causal mask")}
+        super().__init__(controls, figsize=(8.4, 3.2))
+
+    def build_figure(self, fig):
+        self.ax_loss, self.ax_map = fig.subplots(1, 2, width_ratios=[1.3, 1])
+        self.curves = {}
+        for causal, colour in ((True, "tab:blue"), (False, "tab:red")):
+            losses = self.runs[causal]["losses"]
+            (self.curves[causal],) = self.ax_loss.plot(range(1, len(losses) + 1), losses,
+                                                       color=colour, label="with mask" if causal
+                                                       else "without mask")
+        self.ax_loss.set(yscale="log", xlabel="epoch", ylabel="training loss per token",
+                         title="training loss")
+        self.ax_loss.legend(fontsize=8)
+        inputs = self.runs[True]["inputs"]
+        t = len(inputs)
+        self.image = self.ax_map.imshow(np.zeros((t, t)), cmap="Reds", vmin=0, vmax=1)
+        self.ax_map.set(xticks=range(t), yticks=range(t), xlabel="keys (decoder inputs)",
+                        ylabel="queries")
+        self.ax_map.set_xticklabels(inputs, rotation=90, fontsize=8)
+        self.ax_map.set_yticklabels(inputs, fontsize=8)
+        self.map_title = self.ax_map.text(0.5, 1.04, "", transform=self.ax_map.transAxes,
+                                          ha="center", fontsize=9)
+        fig.tight_layout(rect=(0, 0, 1, 0.9))
+
+    def animated_artists(self):
+        return [*self.curves.values(), self.image, self.map_title]
+
+    def compute(self, causal) -> dict:
+        return {"causal": causal, **self.runs[causal]}
+
+    def draw(self, state):
+        for causal, curve in self.curves.items():
+            chosen = causal == state["causal"]
+            curve.set_linewidth(2.5 if chosen else 1.0)
+            curve.set_alpha(1.0 if chosen else 0.35)
+        self.image.set_array(state["attention"])
+        self.map_title.set_text(f"decoder self-attention, {'with' if state['causal'] else 'no'} "
+                                f"mask\n(mean of layers and heads)")
+
+    def describe(self, state) -> str:
+        lines = "; ".join(f"{html.escape(english)} → {html.escape(text or '∅')} "
+                          f"(BLEU {score:.2f})"
+                          for (english, _), text, score in zip(state["pairs"],
+                                                               state["translations"],
+                                                               state["bleu"]))
+        return (f"causal mask {'ON' if state['causal'] else 'OFF'} &nbsp;·&nbsp; final training "
+                f"loss {state['final_loss']:.3f} per token &nbsp;·&nbsp; weight on future "
+                f"positions {100 * state['future_share']:.0f}% &nbsp;·&nbsp; mean BLEU "
+                f"{state['mean_bleu']:.2f}<br>{lines}")
