@@ -20,7 +20,7 @@ ifneq ($(SHARED_PAIRS),)
 export ATTENTION_COURSE_DATA ?= $(SHARED_PAIRS)
 endif
 
-.PHONY: lab test setup notebooks clean
+.PHONY: lab test setup bench notebooks clean
 
 setup: $(STAMP)
 
@@ -40,6 +40,10 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests chapters/*/lesson.ipynb $(NBVAL_FLAGS) $(ARGS)
+
+# The benchmarks of the README's "Performance" table (scripts that print figures, not tests).
+bench: $(STAMP)
+	$(BIN)/python -m tests.benchmarks.run_all
 
 # Maintainers: re-execute the lessons in place and strip widget state / execution noise.
 notebooks: $(STAMP)
