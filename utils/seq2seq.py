@@ -38,17 +38,15 @@ BLEU lives in ``utils.bleu``.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import os
 import time
-import warnings
+
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from utils.attention import AdditiveAttention
-from utils.data import BOS, EOS, PAD, Vocab, cache_dir, load_data_nmt, read_pairs, tokenize
+from utils.data import BOS, EOS, PAD, Vocab, load_data_nmt, read_pairs, tokenize
+from utils.model_cache import settings_key, train_or_load
 
 # Bump when the model or training code changes in a way that changes trained weights: cached
 # models of the old version are then ignored (see ``model_cache_key``).
@@ -519,60 +517,14 @@ def train_bahdanau(config: BahdanauConfig = BahdanauConfig(), path=None, *,
 
 def model_cache_key(config: BahdanauConfig, path=None) -> str:
     """A hash of every setting, the training pairs and ``MODEL_CODE_VERSION``."""
-    pairs = read_pairs(path, config.num_examples)
-    digest = hashlib.sha256()
-    digest.update(json.dumps({"model": "bahdanau", "code_version": MODEL_CODE_VERSION,
-                              "torch": torch.__version__.split("+")[0],
-                              **dataclasses.asdict(config)}, sort_keys=True).encode())
-    for english, french in pairs:
-        digest.update(f"{english}\t{french}\n".encode())
-    return digest.hexdigest()[:20]
-
-
-def model_cache_dir() -> "os.PathLike":
-    """``<course cache>/models`` (``~/.cache/attention-course/models`` by default)."""
-    return cache_dir() / "models"
+    return settings_key("bahdanau", config, path, {"code_version": MODEL_CODE_VERSION})
 
 
 def train_or_load_bahdanau(config: BahdanauConfig = BahdanauConfig(), path=None, *,
                            use_cache: bool = True, animate: bool = True):
-    """Like ``train_bahdanau``, but reuse a model trained earlier with the same settings and data.
-
-    Returns (model, src_vocab, tgt_vocab, result, cache_file, from_cache). The cache file is
-    written after training (``use_cache=False`` neither reads nor writes it). A cached file that
-    cannot be read or does not fit is ignored with a warning and the model is retrained.
-    """
-    cache_file = model_cache_dir() / f"bahdanau-{model_cache_key(config, path)}.pt"
-    if use_cache and cache_file.is_file():
-        try:
-            saved = torch.load(cache_file, map_location="cpu", weights_only=True)
-            data_iter, src_vocab, tgt_vocab = training_data(config, path)
-            if saved["vocab_sizes"] != [len(src_vocab), len(tgt_vocab)]:
-                raise ValueError("vocabulary sizes differ")
-            model = build_bahdanau(config, src_vocab, tgt_vocab)
-            model.load_state_dict(saved["state_dict"])
-            model.eval()
-            return model, src_vocab, tgt_vocab, TrainResult(**saved["result"]), cache_file, True
-        except Exception as error:   # noqa: BLE001 - any unreadable cache means: retrain
-            warnings.warn(f"ignoring the cached model {cache_file} ({error}); retraining",
-                          UserWarning, stacklevel=2)
-    model, src_vocab, tgt_vocab, result = train_bahdanau(config, path, animate=animate)
-    if use_cache:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        partial = cache_file.with_suffix(f".{os.getpid()}.part")     # two writers never collide
-        torch.save({"state_dict": model.state_dict(), "result": dataclasses.asdict(result),
-                    "vocab_sizes": [len(src_vocab), len(tgt_vocab)],
-                    "config": dataclasses.asdict(config)}, partial)
-        os.replace(partial, cache_file)
-    return model, src_vocab, tgt_vocab, result, cache_file, False
-
-
-def clear_model_cache() -> int:
-    """Delete every cached model of this module; returns how many files were removed."""
-    removed = 0
-    folder = model_cache_dir()
-    if folder.is_dir():
-        for file in folder.glob("bahdanau-*.pt"):
-            file.unlink()
-            removed += 1
-    return removed
+    """Like ``train_bahdanau``, but reuse a model trained earlier with the same settings and data
+    (see ``utils.model_cache``). Returns (model, src_vocab, tgt_vocab, result, cache_file,
+    from_cache)."""
+    return train_or_load("bahdanau", config, data=training_data, build=build_bahdanau,
+                         train=train_bahdanau, versions={"code_version": MODEL_CODE_VERSION},
+                         path=path, use_cache=use_cache, animate=animate)

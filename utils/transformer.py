@@ -28,21 +28,18 @@ kernel and records nothing): ``encoder.attention_weights[layer]`` (b, heads, n, 
 """
 
 import dataclasses
-import hashlib
-import json
 import math
-import os
-import warnings
 
 import torch
 from torch import nn
 
-from utils.data import BOS, EOS, load_data_nmt, read_pairs
+from utils.data import BOS, EOS, load_data_nmt
+from utils.model_cache import settings_key, train_or_load
 from utils.multihead import MultiHeadAttention, check_num_heads
 from utils.positional import PositionalEncoding
 from utils.reproducibility import set_seed
-from utils.seq2seq import (MODEL_CODE_VERSION, EncoderDecoder, TrainResult, Translation,
-                           encode_source, greedy_translate, model_cache_dir, train_seq2seq)
+from utils.seq2seq import (MODEL_CODE_VERSION, EncoderDecoder, Translation, encode_source,
+                           greedy_translate, train_seq2seq)
 
 # Bump when the model code changes in a way that changes trained weights (invalidates caches).
 TRANSFORMER_CODE_VERSION = 1
@@ -332,51 +329,24 @@ def train_transformer(config: TransformerConfig = TransformerConfig(), path=None
     return model, src_vocab, tgt_vocab, result
 
 
+TRANSFORMER_VERSIONS = {"code_version": TRANSFORMER_CODE_VERSION,
+                        "seq2seq_code_version": MODEL_CODE_VERSION}
+
+
 def transformer_cache_key(config: TransformerConfig, path=None) -> str:
-    """A hash of every setting, the training pairs and ``TRANSFORMER_CODE_VERSION``."""
-    digest = hashlib.sha256()
-    digest.update(json.dumps({"model": "transformer", "code_version": TRANSFORMER_CODE_VERSION,
-                              "seq2seq_code_version": MODEL_CODE_VERSION,
-                              "torch": torch.__version__.split("+")[0],
-                              **dataclasses.asdict(config)}, sort_keys=True).encode())
-    for english, french in read_pairs(path, config.num_examples):
-        digest.update(f"{english}\t{french}\n".encode())
-    return digest.hexdigest()[:20]
+    """A hash of every setting, the training pairs and the code versions."""
+    return settings_key("transformer", config, path, TRANSFORMER_VERSIONS)
 
 
 def train_or_load_transformer(config: TransformerConfig = TransformerConfig(), path=None, *,
                               use_cache: bool = True, animate: bool = True,
                               show_progress: bool = True):
     """Like ``train_transformer``, but reuse a model trained earlier with the same settings and
-    data, from lesson 4's model cache folder (``utils.seq2seq.model_cache_dir``).
-
-    Returns (model, src_vocab, tgt_vocab, result, cache_file, from_cache). A cached file that
-    cannot be read or does not fit is ignored with a warning and the model is retrained.
-    """
-    cache_file = model_cache_dir() / f"transformer-{transformer_cache_key(config, path)}.pt"
-    if use_cache and cache_file.is_file():
-        try:
-            saved = torch.load(cache_file, map_location="cpu", weights_only=True)
-            _, src_vocab, tgt_vocab = transformer_data(config, path)
-            if saved["vocab_sizes"] != [len(src_vocab), len(tgt_vocab)]:
-                raise ValueError("vocabulary sizes differ")
-            model = build_transformer(config, src_vocab, tgt_vocab)
-            model.load_state_dict(saved["state_dict"])
-            model.eval()
-            return model, src_vocab, tgt_vocab, TrainResult(**saved["result"]), cache_file, True
-        except Exception as error:   # noqa: BLE001 - any unreadable cache means: retrain
-            warnings.warn(f"ignoring the cached model {cache_file} ({error}); retraining",
-                          UserWarning, stacklevel=2)
-    model, src_vocab, tgt_vocab, result = train_transformer(config, path, animate=animate,
-                                                            show_progress=show_progress)
-    if use_cache:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        partial = cache_file.with_suffix(".part")
-        torch.save({"state_dict": model.state_dict(), "result": dataclasses.asdict(result),
-                    "vocab_sizes": [len(src_vocab), len(tgt_vocab)],
-                    "config": dataclasses.asdict(config)}, partial)
-        os.replace(partial, cache_file)
-    return model, src_vocab, tgt_vocab, result, cache_file, False
+    data (see ``utils.model_cache``). Returns (model, src_vocab, tgt_vocab, result, cache_file,
+    from_cache)."""
+    return train_or_load("transformer", config, data=transformer_data, build=build_transformer,
+                         train=train_transformer, versions=TRANSFORMER_VERSIONS, path=path,
+                         use_cache=use_cache, animate=animate, show_progress=show_progress)
 
 
 # ============================================================================ attention maps

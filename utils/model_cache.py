@@ -1,0 +1,85 @@
+"""Trained models on disk, so that running a lesson again loads instead of retraining.
+
+A model is stored as ``<course cache>/models/<kind>-<key>.pt`` (``~/.cache/attention-course``
+by default), where ``key`` hashes everything that decides its weights: the settings, the
+training pairs, the model code's version and torch's version. Tests never read this cache: they
+train for real (``use_cache=False`` or their own functions).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import pathlib
+import warnings
+from typing import Callable
+
+import torch
+
+from utils.data import cache_dir, read_pairs
+
+
+def model_cache_dir() -> pathlib.Path:
+    """``<course cache>/models`` (``~/.cache/attention-course/models`` by default)."""
+    return cache_dir() / "models"
+
+
+def settings_key(kind: str, config, path=None, versions: dict | None = None) -> str:
+    """A hash of ``kind``, every field of the dataclass ``config`` (which must have
+    ``num_examples``), the training pairs it reads and the code ``versions``."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps({"model": kind, **(versions or {}),
+                              "torch": torch.__version__.split("+")[0],
+                              **dataclasses.asdict(config)}, sort_keys=True).encode())
+    for english, french in read_pairs(path, config.num_examples):
+        digest.update(f"{english}\t{french}\n".encode())
+    return digest.hexdigest()[:20]
+
+
+def train_or_load(kind: str, config, *, data: Callable, build: Callable, train: Callable,
+                  versions: dict, path=None, use_cache: bool = True, **train_kwargs):
+    """Load the ``kind`` model trained with ``config`` if cached, else train and store it.
+
+    ``data(config, path) -> (data_iter, src_vocab, tgt_vocab)``, ``build(config, src_vocab,
+    tgt_vocab) -> model`` and ``train(config, path, **train_kwargs) -> (model, src_vocab,
+    tgt_vocab, result)`` describe the model. Returns (model, src_vocab, tgt_vocab, result,
+    cache_file, from_cache). A cached file that cannot be read or does not fit is ignored with
+    a warning and the model is retrained; ``use_cache=False`` neither reads nor writes.
+    """
+    from utils.seq2seq import TrainResult
+
+    cache_file = model_cache_dir() / f"{kind}-{settings_key(kind, config, path, versions)}.pt"
+    if use_cache and cache_file.is_file():
+        try:
+            saved = torch.load(cache_file, map_location="cpu", weights_only=True)
+            _, src_vocab, tgt_vocab = data(config, path)
+            if saved["vocab_sizes"] != [len(src_vocab), len(tgt_vocab)]:
+                raise ValueError("vocabulary sizes differ")
+            model = build(config, src_vocab, tgt_vocab)
+            model.load_state_dict(saved["state_dict"])
+            model.eval()
+            return model, src_vocab, tgt_vocab, TrainResult(**saved["result"]), cache_file, True
+        except Exception as error:   # noqa: BLE001 - any unreadable cache means: retrain
+            warnings.warn(f"ignoring the cached model {cache_file} ({error}); retraining",
+                          UserWarning, stacklevel=3)
+    model, src_vocab, tgt_vocab, result = train(config, path, **train_kwargs)
+    if use_cache:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache_file.with_suffix(f".{os.getpid()}.part")     # two writers never collide
+        torch.save({"state_dict": model.state_dict(), "result": dataclasses.asdict(result),
+                    "vocab_sizes": [len(src_vocab), len(tgt_vocab)],
+                    "config": dataclasses.asdict(config)}, partial)
+        os.replace(partial, cache_file)
+    return model, src_vocab, tgt_vocab, result, cache_file, False
+
+
+def clear_model_cache(kind: str | None = None) -> int:
+    """Delete the cached models (of one ``kind``, or all); returns how many files were removed."""
+    folder, removed = model_cache_dir(), 0
+    if folder.is_dir():
+        for file in folder.glob(f"{kind or '*'}-*.pt"):
+            file.unlink()
+            removed += 1
+    return removed
