@@ -64,8 +64,9 @@ def test_lesson_07_explorers_respond(jupyter_lab, browser_page, console_errors, 
     # The causal-mask demo: untick the box, the other run is shown.
     before_mask = mask_readout.inner_text()
     assert "causal mask ON" in before_mask
-    page.locator(".widget-checkbox input").first.uncheck()
-    assert "causal mask OFF" in wait_for_text_change(mask_readout, before_mask)
+    page.locator(".widget-checkbox", has_text="causal mask").locator("input").uncheck()
+    # Generous wait: on a loaded machine the kernel may still be busy with the sentences above.
+    assert "causal mask OFF" in wait_for_text_change(mask_readout, before_mask, timeout_ms=30_000)
 
     readout.scroll_into_view_if_needed()
     shot = save_screenshot(page, artifacts_dir, "lesson_07_after_controls")
