@@ -1,4 +1,8 @@
-"""A seeded run of the lesson's model with the book's settings, trained directly (no cache).
+"""A seeded run of the lesson's model with the book's settings, trained for real.
+
+The run never reads the model cache; it writes its result there (``refresh=True``), so the
+lesson and its browser test, which `make test` runs after this file, load it instead of
+training the same model again.
 
 The book (Chinese edition, 10.4) reports loss 0.020 after 250 epochs and BLEU 1, 1, 0, 1 on
 the four sentences below. Its printed loss averages each sentence's token losses over all
@@ -10,7 +14,7 @@ range, and the mean BLEU (book's definition, k=2) of the four sentences >= 0.75.
 import pytest
 
 from utils.bleu import bleu
-from utils.seq2seq import BahdanauConfig, greedy_translate, heldout_bleu, train_bahdanau
+from utils.seq2seq import BahdanauConfig, greedy_translate, heldout_bleu, train_or_load_bahdanau
 
 SENTENCES = [("go .", "va !"), ("i lost .", "j'ai perdu ."), ("he's calm .", "il est calme ."),
              ("i'm home .", "je suis chez moi .")]
@@ -19,8 +23,9 @@ SENTENCES = [("go .", "va !"), ("i lost .", "j'ai perdu ."), ("he's calm .", "il
 @pytest.fixture(scope="module")
 def trained(shared_pairs_file):
     config = BahdanauConfig()
-    model, src_vocab, tgt_vocab, result = train_bahdanau(config, shared_pairs_file,
-                                                         animate=False, show_progress=False)
+    model, src_vocab, tgt_vocab, result, _, from_cache = train_or_load_bahdanau(
+        config, shared_pairs_file, refresh=True, animate=False, show_progress=False)
+    assert not from_cache
     print(f"\n{result.summary()}")
     return config, model, src_vocab, tgt_vocab, result
 

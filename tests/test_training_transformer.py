@@ -1,6 +1,8 @@
 """Training the lesson's Transformer with lesson 4's loop: the quality the lesson shows, asserted.
 
-Slow (about a minute per run on two idle cores): every run here trains from scratch (no cache).
+Slow (about a minute per run on two idle cores): every run here trains from scratch. The runs
+never read the model cache but write to it (``refresh=True``), so the lesson and its browser
+test, which `make test` runs after this file, load these models instead of training them again.
 """
 
 import dataclasses
@@ -18,7 +20,7 @@ from utils.widgets.transformer import DEMO_CONFIG, TEST_PAIRS, causal_demo_runs
 def trained(shared_pairs_file):
     config = TransformerConfig()
     model, src_vocab, tgt_vocab, result, _, from_cache = train_or_load_transformer(
-        config, shared_pairs_file, use_cache=False, animate=False, show_progress=False)
+        config, shared_pairs_file, refresh=True, animate=False, show_progress=False)
     assert not from_cache
     return config, model, src_vocab, tgt_vocab, result
 
@@ -48,7 +50,7 @@ def test_trained_attention_is_masked_and_aligned(trained):
 
 @pytest.mark.slow
 def test_without_the_causal_mask_the_loss_collapses_and_translation_fails(shared_pairs_file):
-    runs = causal_demo_runs(DEMO_CONFIG, path=shared_pairs_file, use_cache=False)
+    runs = causal_demo_runs(DEMO_CONFIG, path=shared_pairs_file, refresh=True)
     on, off = runs[True], runs[False]
     assert off["final_loss"] < 0.6 * on["final_loss"]
     assert off["future_share"] > 0.3 and on["future_share"] == 0.0

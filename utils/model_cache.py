@@ -39,19 +39,22 @@ def settings_key(kind: str, config, path=None, versions: dict | None = None) -> 
 
 
 def train_or_load(kind: str, config, *, data: Callable, build: Callable, train: Callable,
-                  versions: dict, path=None, use_cache: bool = True, **train_kwargs):
+                  versions: dict, path=None, use_cache: bool = True, refresh: bool = False,
+                  **train_kwargs):
     """Load the ``kind`` model trained with ``config`` if cached, else train and store it.
 
     ``data(config, path) -> (data_iter, src_vocab, tgt_vocab)``, ``build(config, src_vocab,
     tgt_vocab) -> model`` and ``train(config, path, **train_kwargs) -> (model, src_vocab,
     tgt_vocab, result)`` describe the model. Returns (model, src_vocab, tgt_vocab, result,
     cache_file, from_cache). A cached file that cannot be read or does not fit is ignored with
-    a warning and the model is retrained; ``use_cache=False`` neither reads nor writes.
+    a warning and the model is retrained; ``use_cache=False`` neither reads nor writes;
+    ``refresh=True`` always trains and then writes (the tests train for real this way, and the
+    lessons run after them load what they trained).
     """
     from utils.seq2seq import TrainResult
 
     cache_file = model_cache_dir() / f"{kind}-{settings_key(kind, config, path, versions)}.pt"
-    if use_cache and cache_file.is_file():
+    if use_cache and not refresh and cache_file.is_file():
         try:
             saved = torch.load(cache_file, map_location="cpu", weights_only=True)
             _, src_vocab, tgt_vocab = data(config, path)

@@ -521,10 +521,12 @@ def model_cache_key(config: BahdanauConfig, path=None) -> str:
 
 
 def train_or_load_bahdanau(config: BahdanauConfig = BahdanauConfig(), path=None, *,
-                           use_cache: bool = True, animate: bool = True):
+                           use_cache: bool = True, refresh: bool = False, animate: bool = True,
+                           show_progress: bool = True):
     """Like ``train_bahdanau``, but reuse a model trained earlier with the same settings and data
     (see ``utils.model_cache``). Returns (model, src_vocab, tgt_vocab, result, cache_file,
     from_cache)."""
     return train_or_load("bahdanau", config, data=training_data, build=build_bahdanau,
                          train=train_bahdanau, versions={"code_version": MODEL_CODE_VERSION},
-                         path=path, use_cache=use_cache, animate=animate)
+                         path=path, use_cache=use_cache, refresh=refresh, animate=animate,
+                         show_progress=show_progress)

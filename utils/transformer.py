@@ -339,14 +339,15 @@ def transformer_cache_key(config: TransformerConfig, path=None) -> str:
 
 
 def train_or_load_transformer(config: TransformerConfig = TransformerConfig(), path=None, *,
-                              use_cache: bool = True, animate: bool = True,
-                              show_progress: bool = True):
+                              use_cache: bool = True, refresh: bool = False,
+                              animate: bool = True, show_progress: bool = True):
     """Like ``train_transformer``, but reuse a model trained earlier with the same settings and
     data (see ``utils.model_cache``). Returns (model, src_vocab, tgt_vocab, result, cache_file,
     from_cache)."""
     return train_or_load("transformer", config, data=transformer_data, build=build_transformer,
                          train=train_transformer, versions=TRANSFORMER_VERSIONS, path=path,
-                         use_cache=use_cache, animate=animate, show_progress=show_progress)
+                         use_cache=use_cache, refresh=refresh, animate=animate,
+                         show_progress=show_progress)
 
 
 # ============================================================================ attention maps

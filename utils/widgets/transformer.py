@@ -74,13 +74,14 @@ def causal_demo_summary(model, src_vocab, tgt_vocab, result, num_steps: int,
 
 
 def causal_demo_runs(config: TransformerConfig = DEMO_CONFIG, path=None,
-                     use_cache: bool = True) -> dict:
+                     use_cache: bool = True, refresh: bool = False) -> dict:
     """{True: summary with the causal mask, False: without}, training (or loading) both runs."""
     runs = {}
     for causal in (True, False):
         run_config = dataclasses.replace(config, causal=causal)
         model, src_vocab, tgt_vocab, result, *_ = train_or_load_transformer(
-            run_config, path, use_cache=use_cache, animate=False, show_progress=False)
+            run_config, path, use_cache=use_cache, refresh=refresh, animate=False,
+            show_progress=False)
         runs[causal] = causal_demo_summary(model, src_vocab, tgt_vocab, result,
                                            run_config.num_steps)
     return runs
