@@ -11,9 +11,6 @@ STAMP  := $(VENV)/.installed
 D2L_VERSION := 1.0.3
 # What `make test` runs: unit, parity, drift, grading and browser tests, plus every lesson
 # under strict nbval. Extra pytest arguments: make test ARGS="-k masking".
-# The training tests go first: they train the lesson-4 and lesson-7 models for real and leave
-# them in the model cache, where the lessons (nbval) and their browser tests then find them.
-TRAINING_TESTS := tests/test_training_bahdanau.py tests/test_training_transformer.py
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 ARGS ?=
 # Tests and CI read the English–French pairs from ../shared/data when it is there (no network);
@@ -42,7 +39,7 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters $(LAB_ARGS)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest $(TRAINING_TESTS) tests chapters/*/lesson.ipynb $(NBVAL_FLAGS) $(ARGS)
+	$(BIN)/python -m pytest tests chapters/*/lesson.ipynb $(NBVAL_FLAGS) $(ARGS)
 
 # The benchmarks of the README's "Performance" table (scripts that print figures, not tests).
 bench: $(STAMP)

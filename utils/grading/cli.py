@@ -2,7 +2,7 @@
 
     release    build student versions of a chapter's exercises (or all) into <course>/release/
     collect    copy a folder of submissions into <course>/submitted/ and the gradebook
-    autograde  run every submission with a timeout and memory cap, store the scores
+    autograde  run every submission in a sandbox, tests outside it, in parallel
     feedback   HTML per student, without the code of hidden tests
     export     CSV, one row per student, one column per graded cell, total
     init       only write <course>/nbgrader_config.py
@@ -14,7 +14,7 @@ import pathlib
 import subprocess
 import sys
 
-from utils.grading import COURSE_DIR_ENV_VAR, GRADING_ENV_VAR
+from utils.grading import COURSE_DIR_ENV_VAR
 from utils.grading import course as course_mod
 
 
@@ -68,6 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
     autograde.add_argument("--student", help="only this student")
     autograde.add_argument("--force", action="store_true",
                            help="grade again submissions that were already autograded")
+    autograde.add_argument("--workers", type=int, default=0,
+                           help="submissions graded in parallel (default: number of CPU cores)")
+    autograde.add_argument("--notebook-timeout", type=int, default=600,
+                           help="seconds for a whole submission (default 600)")
+    autograde.add_argument("--allow-read", action="append", default=[], metavar="PATH",
+                           help="extra file or folder the student's code may read (read-only; "
+                                "repeatable), e.g. a data set")
+    autograde.add_argument("--allow-unsandboxed", action="store_true",
+                           help="grade without bubblewrap if it is missing (student code then "
+                                "runs with your permissions: only for trusted submissions)")
     autograde.set_defaults(run=cmd_autograde)
 
     feedback = commands.add_parser("feedback", parents=[common],
@@ -151,23 +161,42 @@ def cmd_collect(args) -> int:
 
 
 def cmd_autograde(args) -> int:
+    from utils.grading import autograde as autograde_mod
+    from utils.grading import sandbox
+
     settings = _settings(args)
+    if args.workers < 0 or args.notebook_timeout <= 0:
+        raise ValueError("--workers must be >= 0 (0 = one per CPU core) and --notebook-timeout "
+                         "a positive number of seconds")
+    names = _released(settings, course_mod.assignment_names(args.chapter))
+    if not (settings.course_dir / "submitted").is_dir():
+        raise ValueError(f"nothing collected in {settings.course_dir}; run "
+                         f"python -m utils.grading collect first")
+    sandboxed = True
+    try:
+        sandbox.check_bwrap()
+    except sandbox.SandboxUnavailable as error:
+        if not args.allow_unsandboxed:
+            raise ValueError(f"{error}") from None
+        print(f"WARNING: grading WITHOUT a sandbox: {error}", file=sys.stderr)
+        sandboxed = False
+    options = autograde_mod.Options(
+        workers=args.workers, force=args.force, student=args.student,
+        cell_timeout=settings.timeout, notebook_timeout=args.notebook_timeout,
+        memory_mb=settings.memory_mb, sandboxed=sandboxed,
+        extra_read_only=tuple(args.allow_read), quiet=args.quiet)
     failed = []
-    for name in _released(settings, course_mod.assignment_names(args.chapter)):
-        if not (settings.course_dir / "submitted").is_dir():
-            raise ValueError(f"nothing collected in {settings.course_dir}; run "
-                             f"python -m utils.grading collect first")
-        command = ["autograde", name] + (["--force"] if args.force else [])
-        command += [f"--student={args.student}"] if args.student else []
-        # The kernels inherit the flag; nbgrader_config.py also sets it inside each kernel.
-        result = course_mod.run_nbgrader(settings, *command, quiet=args.quiet,
-                                         extra_env={GRADING_ENV_VAR: "1"})
-        if result.returncode != 0:
-            failed.append(name + _error_lines(result))
-        print(f"{name}: autograded notebooks in {settings.course_dir / 'autograded'}")
+    for name in names:
+        summary = autograde_mod.autograde(settings, name, options)
+        print(f"{name}: graded {len(summary.graded)}, skipped {len(summary.skipped)} already "
+              f"graded, failed {len(summary.failed)} in {summary.seconds:.1f} s; autograded "
+              f"notebooks in {settings.course_dir / 'autograded'}")
+        for student, notes in sorted(summary.notes.items()):
+            print(f"  {student}: " + "; ".join(notes))
+        failed += [f"{name}/{student}: {reason}" for student, reason in summary.failed.items()]
     if failed:
-        print(f"nbgrader reported failures (see its log); the other submissions were graded: "
-              + "; ".join(failed), file=sys.stderr)
+        print("not graded (run autograde again to retry them):\n  " + "\n  ".join(failed),
+              file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -151,6 +151,7 @@ def write_config(settings: CourseSettings) -> pathlib.Path:
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import GetGrades
 
+from utils.grading.autograde import RefuseUnsandboxedAutograde
 from utils.grading.export import PerCellCsvExportPlugin
 from utils.grading.feedback import RedactHiddenTests
 
@@ -160,14 +161,18 @@ c.CourseDirectory.root = {str(settings.course_dir)!r}
 c.CourseDirectory.course_id = {settings.course_id!r}
 c.CourseDirectory.db_url = {settings.db_url!r}
 
-# Grading kernels: a per-cell timeout (seconds), then the grading flag
-# (${GRADING_ENV_VAR}=1, see utils.grading.in_grading_mode) and an address-space cap.
+# Per-cell timeout (seconds) and memory cap, read by `python -m utils.grading autograde`
+# (which runs student code in a sandbox with ${GRADING_ENV_VAR}=1; see utils.grading.sandbox).
 c.Execute.timeout = {settings.timeout!r}
 c.Execute.interrupt_on_timeout = True
 c.Execute.extra_arguments = {kernel_args!r}
 
 # A deleted test cell is put back (from the instructor version) and run, not scored as missing.
 c.OverwriteCells.add_missing_cells = True
+
+# Plain `nbgrader autograde` (and the formgrader's autograde button) would run student code
+# unsandboxed with your permissions, so it refuses: use `python -m utils.grading autograde`.
+c.Autograde.autograde_preprocessors = [RefuseUnsandboxedAutograde]
 
 # Feedback shows test results and points but not the code of hidden tests.
 c.GenerateFeedback.preprocessors = [GetGrades, RedactHiddenTests, CSSHTMLHeaderPreprocessor]

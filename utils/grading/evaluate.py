@@ -1,0 +1,253 @@
+"""Grade one normalized notebook: student cells in the sandbox, test cells in this process.
+
+Cell by cell, in the notebook's order:
+
+- locked setup cells run here *and* in the sandbox (both sides need the lesson's data);
+- the student's cells (answers and cells they added) run only in the sandbox, each with the
+  per-cell timeout; their output is recorded as the student's;
+- test cells run only here, in a namespace holding this process's own ``torch``, ``checks``
+  and builtins plus the setup cells' values. Each global name a test reads that the student
+  defined (and that no setup cell defined) is fetched from the sandbox: data as data,
+  functions and other objects as ``RemoteObject`` stand-ins (see ``utils.grading.remote``).
+
+nbgrader then scores each test cell as usual: full points without an error output, zero with
+one. A crash, timeout or limit in the sandbox stops it; it is restarted with the cells that
+had succeeded, so later exercises are still graded.
+"""
+
+import ast
+import builtins
+import contextlib
+import dis
+import io
+import linecache
+import time
+import traceback
+import warnings
+
+import nbformat
+
+from utils.grading.remote import GradingError, Session, StudentError
+from utils.grading.sandbox import SandboxDied
+
+MAX_OUTPUT_CHARS = 20_000
+
+
+def _nbgrader(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def cell_role(cell) -> str:
+    """'setup' (locked code), 'test' (graded, not an answer), 'student' or 'text'."""
+    if cell.cell_type != "code":
+        return "text"
+    meta = _nbgrader(cell)
+    if meta.get("grade") and not meta.get("solution"):
+        return "test"
+    if meta.get("locked") and not meta.get("solution") and meta.get("grade_id"):
+        return "setup"
+    return "student"
+
+
+def loaded_names(code) -> set:
+    """Global names a code object (and the functions inside it) reads, plus string constants
+    that look like names (``checks.check_defined("tie_query", globals())``)."""
+    names, stack = set(), [code]
+    while stack:
+        current = stack.pop()
+        for instruction in dis.get_instructions(current):
+            if instruction.opname in ("LOAD_NAME", "LOAD_GLOBAL", "LOAD_FROM_DICT_OR_GLOBALS"):
+                names.add(instruction.argval)
+        names.update(c for c in current.co_consts if isinstance(c, str) and c.isidentifier())
+        stack.extend(c for c in current.co_consts if hasattr(c, "co_names"))
+    return names
+
+
+def stored_names(code) -> set:
+    """Global names a cell's top level binds (assignments, imports, defs)."""
+    return {i.argval for i in dis.get_instructions(code)
+            if i.opname in ("STORE_NAME", "STORE_GLOBAL", "DELETE_NAME")}
+
+
+def _compile_cell(source: str, label: str):
+    """(statements code, last-expression code or None); the source is kept for tracebacks."""
+    from IPython.core.inputtransformer2 import TransformerManager
+    text = TransformerManager().transform_cell(source)
+    linecache.cache[label] = (len(text), None, text.splitlines(True), label)
+    tree = ast.parse(text, filename=label)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    return (compile(tree, label, "exec", dont_inherit=True),
+            compile(last, label, "eval", dont_inherit=True) if last else None)
+
+
+def _stream(name: str, text: str):
+    if len(text) > MAX_OUTPUT_CHARS:
+        text = text[:MAX_OUTPUT_CHARS] + f"\n[... {len(text) - MAX_OUTPUT_CHARS} more characters]"
+    return nbformat.v4.new_output("stream", name=name, text=text)
+
+
+def _error(ename: str, evalue: str, lines) -> dict:
+    return nbformat.v4.new_output("error", ename=ename, evalue=evalue[:MAX_OUTPUT_CHARS],
+                                  traceback=[str(x)[:MAX_OUTPUT_CHARS] for x in lines])
+
+
+def _trusted_error(error: BaseException, label: str) -> dict:
+    """An error output for a failed test: frames of the test cell only, plus the student's
+    traceback when their code raised."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == label]
+    lines = ["Traceback (most recent call last):"]
+    lines += [line.rstrip("\n") for line in traceback.format_list(frames)]
+    lines.append(f"{type(error).__name__}: {error}")
+    if isinstance(error, StudentError) and error.student_traceback:
+        lines += ["", "The error was raised in your code:"]
+        lines += [line.rstrip("\n") for line in error.student_traceback]
+    return _error(type(error).__name__, str(error), lines)
+
+
+def _grading_error(reason: str) -> dict:
+    return _error("GradingError", reason, [f"GradingError: {reason}"])
+
+
+class NotebookGrader:
+    """Runs the cells of one normalized notebook (see the module docstring)."""
+
+    def __init__(self, make_sandbox, cell_timeout: float, notebook_timeout: float):
+        self.cell_timeout = cell_timeout
+        self.deadline = time.monotonic() + notebook_timeout
+        self.make_sandbox = make_sandbox
+        self.namespace = {"__name__": "__main__", "__builtins__": builtins}
+        self.protected = set(dir(builtins)) | {"__name__", "__builtins__"}
+        self.events = []
+        self._reported = set()          # sandboxes whose death is already in the events
+
+    def grade(self, nb) -> list:
+        """Fill the outputs of ``nb`` in place; returns notes on what went wrong."""
+        students = [c.source for c in nb.cells if cell_role(c) == "student"]
+        self.session = Session(self.make_sandbox, self.deadline, students)
+        try:
+            try:
+                self.session._ensure()
+            except GradingError as error:       # nothing of the student's ran yet
+                raise SandboxDied(f"the sandbox could not start: {error}") from None
+            for index, cell in enumerate(nb.cells):
+                role = cell_role(cell)
+                label = f"<cell {index}: {_nbgrader(cell).get('grade_id') or cell.get('id')}>"
+                if role == "setup":
+                    cell.outputs = self._setup(cell.source, label)
+                elif role == "student":
+                    cell.outputs = self._student(cell.source, label)
+                elif role == "test":
+                    cell.outputs = self._test(cell.source, label.replace(" ", "_"))
+        finally:
+            self.session.close()
+        if self.session.restarts:
+            self.events.append(f"the student's process was restarted {self.session.restarts} "
+                               f"time(s) after it was stopped")
+        return self.events
+
+    # --- the three kinds of code cell -----------------------------------------------------------
+    def _setup(self, source: str, label: str) -> list:
+        """A locked cell: here (like a test, but not graded), then in the sandbox too. The
+        names it binds are the instructor's: tests never take them from the student."""
+        outputs = self._run_test(source, label.replace(" ", "_"))
+        try:
+            self.protected |= stored_names(_compile_cell(source, label)[0])
+        except SyntaxError:
+            pass
+        try:
+            reply = self.session.run_cell(label, source)
+            if not reply.get("ok"):
+                self.events.append(f"locked cell {label} failed in the sandbox: "
+                                   f"{str(reply.get('error', {}).get('evalue', ''))[:200]}")
+        except (GradingError, SandboxDied, TimeoutError) as error:
+            self.events.append(f"locked cell {label} could not run in the sandbox: {error}")
+        return outputs
+
+    def _student(self, source: str, label: str) -> list:
+        self.session.cell_deadline = time.monotonic() + self.cell_timeout
+        try:
+            reply = self.session.run_cell(label, source)
+        except TimeoutError:
+            self._reported.add(self.session.sandbox)
+            reason = (f"the cell did not finish within {self.cell_timeout:g} s and was stopped"
+                      if time.monotonic() < self.deadline else
+                      "the notebook's time budget was used up in this cell")
+            self.events.append(f"{label}: {reason}")
+            return [_error("TimeoutError", reason, [f"TimeoutError: {reason}"])]
+        except SandboxDied as error:
+            self._reported.add(self.session.sandbox)
+            self.events.append(f"{label}: {error}")
+            return [_error("SandboxStopped", str(error), [f"SandboxStopped: {error}"])]
+        except GradingError as error:
+            return [_grading_error(f"not run: {error}")]
+        outputs = []
+        for name in ("stdout", "stderr"):
+            if reply.get(name):
+                outputs.append(_stream(name, str(reply[name])))
+        if reply.get("display") is not None:
+            outputs.append(nbformat.v4.new_output(
+                "execute_result", data={"text/plain": str(reply["display"])[:MAX_OUTPUT_CHARS]}))
+        if not reply.get("ok"):
+            error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
+            outputs.append(_error(str(error.get("ename", "Error"))[:100],
+                                  str(error.get("evalue", "")), error.get("traceback", [])[:40]))
+        return outputs
+
+    def _test(self, source: str, label: str) -> list:
+        outputs = self._run_test(source, label)
+        sandbox = self.session.sandbox
+        if sandbox is not None and sandbox.death and sandbox not in self._reported:
+            self._reported.add(sandbox)
+            self.events.append(f"{label}: while the test called your code, {sandbox.death}")
+        return outputs
+
+    def _run_test(self, source: str, label: str) -> list:
+        self.session.cell_deadline = time.monotonic() + self.cell_timeout
+        stdout = io.StringIO()
+        try:
+            code, last = _compile_cell(source, label)
+            wanted = loaded_names(code) | (loaded_names(last) if last else set())
+            wanted -= self.protected | stored_names(code)
+            if wanted:
+                self.namespace.update(self.session.fetch(wanted))
+            with contextlib.redirect_stdout(stdout), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                exec(code, self.namespace)
+                value = eval(last, self.namespace) if last is not None else None
+        except GradingError as error:
+            return self._with_stdout(stdout, _grading_error(str(error)))
+        except SandboxDied as error:
+            return self._with_stdout(stdout, _error(
+                "SandboxStopped", str(error), [f"SandboxStopped: {error} (while the test "
+                                               f"called your code)"]))
+        except Exception as error:              # noqa: BLE001 - a failed test
+            return self._with_stdout(stdout, _trusted_error(error, label))
+        outputs = self._with_stdout(stdout)
+        if value is not None:
+            outputs.append(nbformat.v4.new_output(
+                "execute_result", data={"text/plain": repr(value)[:MAX_OUTPUT_CHARS]}))
+        return outputs
+
+    @staticmethod
+    def _with_stdout(stdout: io.StringIO, *more) -> list:
+        text = stdout.getvalue()
+        return ([_stream("stdout", text)] if text else []) + list(more)
+
+
+def mark_unreadable(nb, reason: str) -> None:
+    """Every test cell of ``nb`` fails with the reason (nothing runs)."""
+    for cell in nb.cells:
+        if cell_role(cell) == "test":
+            cell.outputs = [_error("UnreadableSubmission", reason,
+                                   [f"UnreadableSubmission: {reason}"])]
+
+
+def add_notes(nb, notes) -> None:
+    """A markdown cell at the top listing what the grader changed or stopped."""
+    if notes:
+        text = "**Grader notes**\n\n" + "\n".join(f"- {note}" for note in notes)
+        cell = nbformat.v4.new_markdown_cell(text)
+        cell["id"] = "grader-notes"
+        nb.cells.insert(0, cell)

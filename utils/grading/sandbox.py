@@ -1,0 +1,315 @@
+"""Start the student's process (``utils.grading.agent``) in a bubblewrap sandbox and talk to it.
+
+What the sandbox sees: the Python installation and the course's virtual environment
+(read-only), the course library ``<repo>/utils`` (read-only, not ``chapters/`` or ``tests/``),
+``/usr`` (read-only), an empty private ``/tmp`` and home directory (64 MB tmpfs each), its own
+``/proc`` and a minimal ``/dev``. No network (own network namespace), own PID, IPC and UTS
+namespaces, killed with its parent. Started as root, the agent becomes an unprivileged uid
+(one per worker slot) before it reads any student code, so the process limit applies.
+
+Limits: address space and processes (rlimits set by the agent), total memory of the process
+tree and raw output size (watched from outside), and a deadline on every request. When one is
+exceeded the whole sandbox is killed and ``SandboxDied`` says why in words.
+"""
+
+import dataclasses
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from utils.grading import GRADING_ENV_VAR, wire
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+SANDBOX_UID_BASE = 61000          # uid of worker slot k when the grader runs as root: 61000 + k
+STARTUP_SECONDS = 180             # importing torch on a busy machine
+
+
+class SandboxDied(RuntimeError):
+    """The student's process is gone (crash, limit, timeout); ``str()`` is the reason."""
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or does not work here."""
+
+
+@dataclasses.dataclass
+class Limits:
+    memory_mb: int = 2048          # address space of each process and RSS of the whole tree
+    processes: int = 64            # processes and threads of the sandbox's uid
+    file_mb: int = 64              # largest file the student may write (tmpfs sizes too)
+    output_mb: int = 8             # raw bytes written to fd 1/2 (Python-level output is capped)
+    message_mb: int = 64           # largest answer (tensors) sent to the grader
+    cpu_seconds: int = 3600        # CPU time per process (a backstop; deadlines come first)
+
+
+def bwrap_path():
+    return shutil.which("bwrap")
+
+
+def _ancestors(path: pathlib.Path):
+    return [p for p in reversed(path.parents) if str(p) != "/"]
+
+
+def bwrap_command(workdir_size: int, extra_read_only=()) -> list:
+    """The bwrap prefix: namespaces and the read-only view of the interpreter and library."""
+    binds = [pathlib.Path(sys.base_prefix).resolve(), pathlib.Path(sys.prefix).resolve(),
+             REPO / "utils", *[pathlib.Path(p).resolve() for p in extra_read_only]]
+    binds = [b for b in dict.fromkeys(binds) if not str(b).startswith("/usr/")]
+    command = [bwrap_path(), "--unshare-ipc", "--unshare-pid", "--unshare-net",
+               "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+               "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "lib", "lib64", "sbin"):
+        target = pathlib.Path("/" + name)
+        if target.is_symlink():
+            command += ["--symlink", os.readlink(target), str(target)]
+        elif target.is_dir():
+            command += ["--ro-bind", str(target), str(target)]
+    if os.getuid() != 0:
+        command.insert(1, "--unshare-user")
+    made, bound = set(), []
+    for bind in sorted(binds, key=lambda b: len(b.parts)):
+        if any(b == bind or b in bind.parents for b in bound):
+            continue                                   # already visible through a parent
+        for parent in _ancestors(bind):
+            if parent not in made:
+                command += ["--perms", "0755", "--dir", str(parent)]
+                made.add(parent)
+        command += ["--ro-bind", str(bind), str(bind)]
+        bound.append(bind)
+    command += ["--proc", "/proc", "--dev", "/dev",
+                "--perms", "01777", "--size", str(workdir_size), "--tmpfs", "/tmp",
+                "--perms", "01777", "--size", str(workdir_size), "--tmpfs", "/home/student",
+                "--chdir", "/home/student", "--clearenv"]
+    return command
+
+
+def _environment(sandboxed: bool) -> dict:
+    env = {"HOME": "/home/student" if sandboxed else "", "LANG": "C.UTF-8",
+           "PATH": f"{pathlib.Path(sys.executable).parent}:/usr/bin:/bin",
+           "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg",
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", GRADING_ENV_VAR: "1"}
+    data = os.environ.get("ATTENTION_COURSE_DATA")
+    if data:
+        env["ATTENTION_COURSE_DATA"] = data
+    return env
+
+
+def check_bwrap() -> None:
+    """Raise SandboxUnavailable with the fix unless bubblewrap can start a sandbox here."""
+    if not bwrap_path():
+        raise SandboxUnavailable(
+            "bubblewrap (bwrap) is not installed, so student code cannot be sandboxed; install "
+            "it (Debian/Ubuntu: sudo apt-get install bubblewrap) or, only for trusted "
+            "submissions, pass --allow-unsandboxed")
+    command = bwrap_command(2 ** 20) + ["--", sys.executable, "-c", "print('ok')"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    if result.returncode != 0 or result.stdout.strip() != "ok":
+        problem = result.stderr.strip()[:300]
+        raise SandboxUnavailable(
+            f"bubblewrap is installed but cannot create a sandbox here ({problem}); allow "
+            f"unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 / "
+            f"user.max_user_namespaces) or run the grader as root, or, only for trusted "
+            f"submissions, pass --allow-unsandboxed")
+
+
+def _tree(pid: int) -> list:
+    """pid and all its descendants (via /proc/<pid>/task/<tid>/children)."""
+    found, stack = [], [pid]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as stream:
+                    stack.extend(int(c) for c in stream.read().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _memory_bytes(pids) -> int:
+    """Proportional set size of the processes (shared pages counted once, e.g. after fork);
+    resident size where smaps_rollup cannot be read."""
+    page, total = os.sysconf("SC_PAGE_SIZE"), 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as stream:
+                total += next(int(line.split()[1]) * 1024 for line in stream
+                              if line.startswith("Pss:"))
+            continue
+        except (OSError, ValueError, IndexError, StopIteration):
+            pass
+        try:
+            with open(f"/proc/{pid}/statm") as stream:
+                total += int(stream.read().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+class Sandbox:
+    """One student process. ``request()`` sends a message and returns the reply.
+
+    Create it in a long-lived thread: bwrap's --die-with-parent kills the sandbox when the
+    thread that started it ends.
+    """
+
+    def __init__(self, limits: Limits, slot: int = 0, sandboxed: bool = True,
+                 extra_read_only=()):
+        self.limits, self.sandboxed = limits, sandboxed
+        self.death = None               # reason the sandbox was stopped, in words
+        self.output_bytes = 0
+        self._workdir = None
+        uid = SANDBOX_UID_BASE + slot if (sandboxed and os.getuid() == 0) else -1
+        settings = {"uid": uid, "memory_mb": limits.memory_mb, "processes": limits.processes,
+                    "file_mb": limits.file_mb, "cpu_seconds": limits.cpu_seconds,
+                    "max_bytes": limits.message_mb * 2 ** 20,
+                    "workdir": "/home/student" if sandboxed else None}
+        agent = [sys.executable, "-m", "utils.grading.agent"]
+        if sandboxed:
+            command = bwrap_command(limits.file_mb * 2 ** 20, extra_read_only)
+            for key, value in _environment(True).items():
+                command += ["--setenv", key, value]
+            command += ["--", *agent, json.dumps(settings)]
+            env, cwd = {}, "/"
+        else:
+            self._workdir = tempfile.mkdtemp(prefix="grading-student-")
+            settings["workdir"] = self._workdir
+            command = [*agent, json.dumps(settings)]
+            env, cwd = _environment(False), self._workdir
+            env["HOME"] = self._workdir
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, env=env, cwd=cwd,
+                                        start_new_session=True)
+        os.set_blocking(self.process.stdin.fileno(), False)
+        self.reader = wire.MessageReader(self.process.stdout.fileno(),
+                                         limits.message_mb * 2 ** 20)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        threading.Thread(target=self._drain_output, daemon=True).start()
+        threading.Thread(target=self._watch_memory, daemon=True).start()
+        self._ready = False             # the agent imports torch meanwhile; see _startup
+
+    def wait_ready(self) -> None:
+        """Wait until the agent has imported torch (raises SandboxDied if it never does)."""
+        if not self._ready:
+            self._startup()
+        if self.death:
+            raise SandboxDied(self.death)
+
+    def _startup(self) -> None:
+        """Wait for the agent's "ready" message (once, before the first request)."""
+        self._ready = True
+        try:
+            reply, _ = self.reader.read(time.monotonic() + STARTUP_SECONDS)
+        except (wire.PeerGone, wire.WireTimeout, wire.WireError) as error:
+            self.kill(f"the grading sandbox did not start ({type(error).__name__})")
+            raise SandboxDied(self.death) from None
+        if not reply.get("ready"):
+            self.kill("the grading sandbox did not start")
+            raise SandboxDied(self.death)
+
+    # --- watchdogs ------------------------------------------------------------------------------
+    def _drain_output(self) -> None:
+        """Count the raw bytes the student writes to fd 1/2; stop the sandbox past the cap."""
+        stream = self.process.stderr
+        cap = self.limits.output_mb * 2 ** 20
+        while True:
+            chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+            if not chunk:
+                return
+            self.output_bytes += len(chunk)
+            if self.output_bytes > cap:
+                self.kill(f"the student's code wrote more than {self.limits.output_mb} MB of "
+                          f"output")
+                return
+
+    def _watch_memory(self) -> None:
+        cap = self.limits.memory_mb * 2 ** 20
+        while not self._stop.wait(0.2):
+            if self.process.poll() is not None:
+                return
+            if _memory_bytes(_tree(self.process.pid)) > cap:
+                self.kill(f"the student's processes used more than {self.limits.memory_mb} "
+                          f"MB of memory")
+                return
+
+    # --- requests -------------------------------------------------------------------------------
+    def request(self, header: dict, buffers=(), deadline: float = None):
+        """Send one request; (reply, buffers). Raises SandboxDied (with the reason) or
+        TimeoutError (the sandbox is then killed: it may be stuck in student code)."""
+        if not self._ready:
+            self._startup()
+        if self.death:
+            raise SandboxDied(self.death)
+        with self._lock:
+            try:
+                wire.write_message(self.process.stdin.fileno(), header, buffers,
+                                   deadline or time.monotonic() + 60)
+                return self.reader.read(deadline)
+            except wire.WireTimeout:
+                self.kill("the student's code did not finish in time and was stopped")
+                raise TimeoutError("the student's code did not finish in time") from None
+            except wire.PeerGone:
+                self._wait_briefly()
+                self.kill(self._exit_reason())
+                raise SandboxDied(self.death) from None
+            except wire.WireError as error:
+                self.kill(f"the student's process sent an invalid answer: {error}")
+                raise SandboxDied(self.death) from None
+
+    def _wait_briefly(self) -> None:
+        try:
+            self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def _exit_reason(self) -> str:
+        if self.death:
+            return self.death
+        code = self.process.poll()
+        if code is None:
+            return "the student's process closed its channel to the grader"
+        if self.sandboxed and code > 128:          # bwrap passes on 128 + signal number
+            code = 128 - code
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"the student's process was killed by {name}" + (
+                " (a crash, e.g. a segmentation fault)" if name in ("SIGSEGV", "SIGBUS", "SIGABRT")
+                else " (CPU time limit)" if name == "SIGXCPU" else "")
+        return f"the student's process exited (exit code {code}, e.g. os._exit or sys.exit)"
+
+    def kill(self, reason: str) -> None:
+        """Stop the sandbox and everything in it; the first reason given is kept."""
+        if not self.death:
+            self.death = reason
+        self._stop.set()
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.process.kill()
+        except ProcessLookupError:
+            pass
+
+    def close(self) -> None:
+        self.kill("closed by the grader")
+        self._wait_briefly()
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        if self._workdir:
+            shutil.rmtree(self._workdir, ignore_errors=True)
