@@ -124,6 +124,11 @@ def open_notebook(page: Page, base_url: str, relpath: str, timeout_ms: int = 60_
     return panel
 
 
+def wait_for_idle_kernel(page: Page, timeout_ms: int = 60_000) -> None:
+    """Wait until the shown notebook's kernel has handled every widget event sent so far."""
+    _wait_for_idle_kernel(page, timeout_ms)
+
+
 def _wait_for_idle_kernel(page: Page, timeout_ms: int) -> None:
     """Wait until the shown notebook's kernel is connected and idle; a dialog in the way is an error."""
     deadline = time.monotonic() + timeout_ms / 1000

@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_all_cells,
                                    save_screenshot, set_slider_by_readout, slider_value,
-                                   wait_for_text_change)
+                                   wait_for_idle_kernel, wait_for_text_change)
 
 LESSON = "chapters/07_transformer/lesson.ipynb"
 
@@ -61,7 +61,9 @@ def test_lesson_07_explorers_respond(jupyter_lab, browser_page, console_errors, 
     box.press("Enter")
     expect(readout).to_contain_text("the sentence is empty")
 
-    # The causal-mask demo: untick the box, the other run is shown.
+    # The causal-mask demo: untick the box, the other run is shown. (First let the kernel finish
+    # the sentences above: a first translation and its redraw can take seconds on a busy CPU.)
+    wait_for_idle_kernel(page, timeout_ms=120_000)
     before_mask = mask_readout.inner_text()
     assert "causal mask ON" in before_mask
     page.locator(".widget-checkbox", has_text="causal mask").locator("input").uncheck()

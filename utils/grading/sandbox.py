@@ -73,6 +73,11 @@ def bwrap_command(workdir_size: int, extra_read_only=()) -> list:
             command += ["--ro-bind", str(target), str(target)]
     if os.getuid() != 0:
         command.insert(1, "--unshare-user")
+    # The private /tmp and home first, the read-only binds after: a checkout that lives under
+    # /tmp (e.g. a CI clone) must stay visible on top of the empty tmpfs.
+    command += ["--proc", "/proc", "--dev", "/dev",
+                "--perms", "01777", "--size", str(workdir_size), "--tmpfs", "/tmp",
+                "--perms", "01777", "--size", str(workdir_size), "--tmpfs", "/home/student"]
     made, bound = set(), []
     for bind in sorted(binds, key=lambda b: len(b.parts)):
         if any(b == bind or b in bind.parents for b in bound):
@@ -83,10 +88,7 @@ def bwrap_command(workdir_size: int, extra_read_only=()) -> list:
                 made.add(parent)
         command += ["--ro-bind", str(bind), str(bind)]
         bound.append(bind)
-    command += ["--proc", "/proc", "--dev", "/dev",
-                "--perms", "01777", "--size", str(workdir_size), "--tmpfs", "/tmp",
-                "--perms", "01777", "--size", str(workdir_size), "--tmpfs", "/home/student",
-                "--chdir", "/home/student", "--clearenv"]
+    command += ["--chdir", "/home/student", "--clearenv"]
     return command
 
 

@@ -47,6 +47,7 @@ class AttentionPoolingExplorer(BlittedExplorer):
         self.seed = seed
         self._data_cache: dict = {}      # n_train -> (RegressionData, trained w)
         self._loo_cache: dict = {}       # (kernel, n_train) -> LOO error per SIGMA_GRID entry
+        self._loo_max: dict = {}         # n_train -> largest LOO error drawn so far
         style = {"description_width": "initial"}
         controls = {
             "sigma": widgets.FloatLogSlider(
@@ -151,7 +152,11 @@ class AttentionPoolingExplorer(BlittedExplorer):
             self.loo_line.set_data(SIGMA_GRID.numpy(), curve)
             self.best_mark.set_data([state["best_sigma"]], [state["best_loo_error"]])
             self.trained_line.set_xdata([state["trained_sigma"]] * 2)
-            top = loo_axis_top(float(curve.max()))
+            # The y range only grows for a training size, so going back to a kernel seen
+            # before never rescales the axis (and never costs a full redraw).
+            n = state["n_train"]
+            self._loo_max[n] = max(self._loo_max.get(n, 0.0), float(curve.max()))
+            top = loo_axis_top(self._loo_max[n])
             if top != self.ax_loo.get_ylim()[1]:     # rare: the cached background is stale
                 self.ax_loo.set_ylim(0, top)
                 self._background = None

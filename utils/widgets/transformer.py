@@ -250,3 +250,15 @@ class CausalMaskExplorer(BlittedExplorer):
                 f"loss {state['final_loss']:.3f} per token &nbsp;·&nbsp; weight on future "
                 f"positions {100 * state['future_share']:.0f}% &nbsp;·&nbsp; mean BLEU "
                 f"{state['mean_bleu']:.2f}<br>{lines}")
+
+
+def benchmark_explorers():
+    """(name, factory) of this lesson's explorers, for tests/benchmarks/bench_widgets.py
+    (the models are the lesson's, loaded from the model cache or trained once)."""
+    def attention_factory():
+        config = TransformerConfig()
+        model, src_vocab, tgt_vocab, *_ = train_or_load_transformer(
+            config, animate=False, show_progress=False)
+        return TransformerAttentionExplorer(model, src_vocab, tgt_vocab, config.num_steps)
+    return [("TransformerAttentionExplorer", attention_factory),
+            ("CausalMaskExplorer", lambda: CausalMaskExplorer(causal_demo_runs()))]
