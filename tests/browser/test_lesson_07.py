@@ -68,7 +68,7 @@ def test_lesson_07_explorers_respond(jupyter_lab, browser_page, console_errors, 
     assert "causal mask ON" in before_mask
     page.locator(".widget-checkbox", has_text="causal mask").locator("input").uncheck()
     # Generous wait: on a loaded machine the kernel may still be busy with the sentences above.
-    assert "causal mask OFF" in wait_for_text_change(mask_readout, before_mask, timeout_ms=30_000)
+    expect(mask_readout).to_contain_text("causal mask OFF", timeout=30_000)
 
     readout.scroll_into_view_if_needed()
     shot = save_screenshot(page, artifacts_dir, "lesson_07_after_controls")
