@@ -3,7 +3,7 @@
 import io
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 import numpy as np
 from IPython.display import clear_output, display
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -22,8 +22,9 @@ class Explorer:
 
     def __init__(self, controls: dict, figsize=(6, 2.6)):
         self.controls = controls
-        with plt.ioff():                      # build once; shown through self.output only
-            self.fig = plt.figure(figsize=figsize)
+        # Built once, outside pyplot (so it is never shown twice, nor kept after the explorer
+        # is gone); shown through self.output only.
+        self.fig = Figure(figsize=figsize)
         self.build_figure(self.fig)
         self.readout = widgets.HTML()
         self.readout.add_class(self.readout_class)
