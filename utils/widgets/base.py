@@ -84,6 +84,14 @@ class BlittedExplorer(Explorer):
 
     def render_png(self) -> bytes:
         """PNG of the figure as it is now (cached background + animated artists)."""
+        canvas = self.background_canvas()
+        canvas.restore_region(self._background)
+        for artist in self.animated_artists():
+            self.fig.draw_artist(artist)
+        return self.canvas_png()
+
+    def background_canvas(self) -> FigureCanvasAgg:
+        """The Agg canvas, with the static background (everything not animated) cached."""
         if not isinstance(self.fig.canvas, FigureCanvasAgg):
             FigureCanvasAgg(self.fig)                           # attaches itself to the figure
         canvas = self.fig.canvas
@@ -94,11 +102,16 @@ class BlittedExplorer(Explorer):
             self._background = canvas.copy_from_bbox(self.fig.bbox)
             for artist in self.animated_artists():
                 artist.set_visible(True)
-        canvas.restore_region(self._background)
-        for artist in self.animated_artists():
-            self.fig.draw_artist(artist)
+            self.background_redrawn()
+        return canvas
+
+    def background_redrawn(self) -> None:
+        """Hook: called after the cached background was drawn anew (layers built on it reset)."""
+
+    def canvas_png(self) -> bytes:
+        """The canvas as it is now, as PNG bytes (fast compression: it goes to the browser)."""
         buffer = io.BytesIO()
-        rgb = np.ascontiguousarray(np.asarray(canvas.buffer_rgba())[..., :3])   # (h, w, 3)
+        rgb = np.ascontiguousarray(np.asarray(self.fig.canvas.buffer_rgba())[..., :3])  # (h, w, 3)
         Image.fromarray(rgb).save(buffer, format="png", compress_level=1)
         return buffer.getvalue()
 

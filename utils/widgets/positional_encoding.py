@@ -1,13 +1,10 @@
 """Lesson 6 explorer: the sinusoidal table, four of its columns, and PE(i)·PE(j) over positions."""
 
-import io
 import math
 
 import ipywidgets as widgets
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.ticker import MaxNLocator
-from PIL import Image
 
 from utils.positional import sinusoid_frequencies
 from utils.widgets.base import BlittedExplorer
@@ -121,17 +118,7 @@ class PositionalEncodingExplorer(BlittedExplorer):
         Drawing an axis with its tick labels costs ~8 ms, so the four axes that follow the
         position range are drawn only when the range changes and reused otherwise.
         """
-        if not isinstance(self.fig.canvas, FigureCanvasAgg):
-            FigureCanvasAgg(self.fig)
-        canvas = self.fig.canvas
-        if getattr(self, "_background", None) is None:
-            for artist in self.animated_artists():
-                artist.set_visible(False)
-            canvas.draw()
-            self._background = canvas.copy_from_bbox(self.fig.bbox)
-            for artist in self.animated_artists():
-                artist.set_visible(True)
-            self._layer_key = None
+        canvas = self.background_canvas()
         key = self.ax_lines.get_xlim()
         if key != self._layer_key:
             canvas.restore_region(self._background)
@@ -144,10 +131,10 @@ class PositionalEncodingExplorer(BlittedExplorer):
         for artist in self.data_artists():
             if artist.get_visible():
                 self.fig.draw_artist(artist)
-        buffer = io.BytesIO()
-        rgb = np.ascontiguousarray(np.asarray(canvas.buffer_rgba())[..., :3])   # (h, w, 3)
-        Image.fromarray(rgb).save(buffer, format="png", compress_level=1)
-        return buffer.getvalue()
+        return self.canvas_png()
+
+    def background_redrawn(self) -> None:
+        self._layer_key = None                   # the position-axes layer sits on the background
 
     def _on_change(self, change) -> None:
         if self._holding:
