@@ -364,6 +364,38 @@ def check_bad_input(tmp_path):
     assert empty.returncode == 2 and "release it first" in empty.stderr
 
 
+@pytest.mark.slow
+def test_collect_keeps_the_class_when_some_file_names_are_bad():
+    """Bad names are listed with the rule and skipped; the others are collected; exit 1."""
+    with tempfile.TemporaryDirectory(prefix="grading-collect-") as tmp:
+        tmp = pathlib.Path(tmp)
+        course, inbox = tmp / "course", tmp / "inbox"
+        inbox.mkdir()
+        run_cli("release", "--chapter", "01", course_dir=course)
+        released = course / "release" / ASSIGNMENT / "exercises.ipynb"
+        good = ["alice", "bob.smith", "c-3po"]
+        bad = ["odd id; touch $HOME-x", "\u5f20\u4f1f", ".", "-dash-first"]
+        for name in good + bad:
+            (inbox / f"{name}.ipynb").write_bytes(released.read_bytes())
+        nested = inbox / "submitted" / "bad id" / ASSIGNMENT / "exercises.ipynb"
+        nested.parent.mkdir(parents=True)
+        nested.write_bytes(released.read_bytes())
+        (inbox / "broken.ipynb").write_text("{not json")
+        result = run_cli("collect", str(inbox), "--chapter", "01", course_dir=course,
+                         check=False)
+        assert result.returncode == 1, result.stdout + result.stderr
+        collected = sorted(p.name for p in (course / "submitted").iterdir())
+        assert collected == sorted(good)
+        skipped = [line for line in result.stdout.splitlines() if "SKIPPED" in line]
+        assert len(skipped) == len(bad) + 2            # + the nested bad id + broken JSON
+        for name in bad + ["bad id"]:
+            line = next((line for line in skipped if repr(name)[1:-1] in line), None)
+            assert line is not None, f"{name!r} not reported:\n{result.stdout}"
+            assert "not a valid student id" in line and "ASCII letters, digits" in line
+            assert "rename the file" in line
+        assert "collected 3, skipped 6" in result.stdout
+
+
 # --- the helpers every lesson's test cells use -------------------------------------------------
 def test_checks_explain_what_is_wrong():
     import torch

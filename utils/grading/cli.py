@@ -157,7 +157,10 @@ def cmd_collect(args) -> int:
     report = collect(settings, args.folder, names[0])
     for student, message in report:
         print(f"{student}: {message}")
-    return 1 if any("SKIPPED" in message for _, message in report) else 0
+    skipped = sum(message.startswith("SKIPPED") for _, message in report)
+    print(f"collected {len(report) - skipped}, skipped {skipped}"
+          + (" (fix the files above and run collect again)" if skipped else ""))
+    return 1 if skipped else 0
 
 
 def cmd_autograde(args) -> int:
@@ -249,7 +252,17 @@ def cmd_lab(args) -> int:
     return subprocess.call(command, cwd=settings.course_dir)
 
 
+INSTRUCTOR_EXTRA = ("the instructor tools need the 'instructor' extra: run "
+                    "pip install -e '.[instructor]' in the course repository (make lab and "
+                    "make test install it)")
+
+
 def main(argv=None) -> int:
+    try:
+        import nbgrader  # noqa: F401 - only to tell a student install from an instructor one
+    except ModuleNotFoundError:
+        print(f"error: {INSTRUCTOR_EXTRA}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     course_mod.put_venv_on_path()
     try:

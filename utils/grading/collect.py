@@ -8,14 +8,17 @@ import nbformat
 
 from utils.grading.course import EXERCISES, CourseSettings
 
-STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]*$")
+STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
+ID_RULE = ("a student id is 1-100 ASCII letters, digits and _.@+- starting with a letter or "
+           "digit (it becomes a folder name and a gradebook key)")
 
 
-def find_submissions(folder, assignment: str) -> dict:
-    """student id -> notebook path, from either layout:
+def find_submissions(folder, assignment: str) -> tuple:
+    """(student id -> notebook path, [(path, reason) of files that cannot be collected]).
 
-    - ``<folder>/<student_id>.ipynb`` (one notebook per student), or
-    - ``<folder>/[submitted/]<student_id>/<assignment>/exercises.ipynb`` (nbgrader's layout).
+    Layouts: ``<folder>/<student_id>.ipynb`` (one notebook per student), or
+    ``<folder>/[submitted/]<student_id>/<assignment>/exercises.ipynb`` (nbgrader's layout).
+    A file whose name is not a valid id is listed with the reason, never collected.
     """
     folder = pathlib.Path(folder).expanduser()
     if not folder.is_dir():
@@ -29,21 +32,21 @@ def find_submissions(folder, assignment: str) -> dict:
             raise ValueError(f"student {student!r} has two submissions ({found[student]} and "
                              f"{path}); keep one of them")
         found[student] = path
-    bad = [s for s in found if not STUDENT_ID.match(s)]
-    if bad:
-        raise ValueError(f"invalid student id(s) {bad}: ids become folder names, so use "
-                         f"letters, digits and _.@+- only (rename the files)")
-    if not found:
+    rejected = [(path, f"{student!r} is not a valid student id: {ID_RULE}; rename the file "
+                       f"and run collect again")
+                for student, path in found.items() if not STUDENT_ID.match(student)]
+    found = {student: path for student, path in found.items() if STUDENT_ID.match(student)}
+    if not found and not rejected:
         raise ValueError(f"no submissions for {assignment} in {folder}: expected "
                          f"<student_id>.ipynb files or <student>/{assignment}/{EXERCISES}")
-    return found
+    return found, rejected
 
 
 def collect(settings: CourseSettings, folder, assignment: str) -> list:
     """Copy submissions into the course and add their students to the gradebook.
 
-    Returns ``(student_id, message)`` pairs; an unreadable notebook is skipped (and reported),
-    it never stops the others.
+    Returns ``(student_id or file, message)`` pairs; an unreadable notebook or a file name that
+    is not a valid id is skipped (message starting "SKIPPED") and never stops the others.
     """
     from nbgrader.api import Gradebook, MissingEntry
 
@@ -54,8 +57,9 @@ def collect(settings: CourseSettings, folder, assignment: str) -> list:
             raise ValueError(f"assignment {assignment} is not in the gradebook; release it "
                              f"first: python -m utils.grading release --chapter "
                              f"{assignment}") from None
-        report = []
-        for student, source in find_submissions(folder, assignment).items():
+        found, rejected = find_submissions(folder, assignment)
+        report = [(repr(str(path)), f"SKIPPED: {reason}") for path, reason in rejected]
+        for student, source in found.items():
             try:
                 nbformat.read(source, as_version=4)
             except Exception as error:   # noqa: BLE001 - any unreadable file is skipped
