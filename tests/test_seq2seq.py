@@ -12,9 +12,9 @@ from torch.nn import functional as F
 from d2l_oracle import load_d2l
 from utils.data import EOS, Vocab
 from utils.masking import masked_softmax
-from utils.seq2seq import (HELDOUT_START, BahdanauConfig, EncoderDecoder, Seq2SeqAttentionDecoder,
-                           Seq2SeqEncoder, build_bahdanau, encode_source, greedy_translate,
-                           heldout_pairs, masked_cross_entropy, model_cache_key,
+from utils.seq2seq import (LESSON_BAHDANAU, LESSON_NO_ATTENTION, BahdanauConfig, EncoderDecoder, Seq2SeqAttentionDecoder,
+                           Seq2SeqDecoder, Seq2SeqEncoder, build_bahdanau, encode_source, greedy_translate,
+                           masked_cross_entropy, model_cache_key,
                            teacher_forcing_input, train_or_load_bahdanau, train_seq2seq,
                            translate_pairs, xavier_init)
 
@@ -76,6 +76,31 @@ def test_one_token_at_a_time_equals_teacher_forced_forward():
             step_weights.append(decoder.attention_weights)
     torch.testing.assert_close(torch.cat(steps, 1), all_at_once)
     torch.testing.assert_close(torch.cat(step_weights, 1), weights_at_once)
+
+
+def test_decoder_without_attention_sees_one_fixed_context():
+    """Seq2SeqDecoder: the context is the encoder's final top-layer state at every step, and
+    feeding one token at a time gives the teacher-forced logits."""
+    torch.manual_seed(0)
+    encoder = Seq2SeqEncoder(10, 8, 16, 2).eval()
+    decoder = Seq2SeqDecoder(10, 8, 16, 2).eval()
+    g = torch.Generator().manual_seed(3)
+    src, tgt = torch.randint(0, 10, (2, 5), generator=g), torch.randint(0, 10, (2, 4), generator=g)
+    with torch.no_grad():
+        enc_outputs = encoder(src, torch.tensor([5, 3]))
+        state = decoder.init_state(enc_outputs, torch.tensor([5, 3]))
+        torch.testing.assert_close(state[0], enc_outputs[1][-1])            # (b, h)
+        all_at_once, _ = decoder(tgt, state)                                # (2, 4, 10)
+        steps = []
+        for t in range(tgt.shape[1]):
+            logits, state = decoder(tgt[:, t:t + 1], state)
+            steps.append(logits)
+            torch.testing.assert_close(state[0], enc_outputs[1][-1])        # never changes
+    assert all_at_once.shape == (2, 4, 10)
+    torch.testing.assert_close(torch.cat(steps, 1), all_at_once)
+    assert not hasattr(decoder, "attention_weights")
+    with pytest.raises(ValueError, match="num_hiddens must be an int >= 1"):
+        Seq2SeqDecoder(10, 8, 0, 2)
 
 
 def test_encoder_matches_d2l_with_copied_weights():
@@ -151,28 +176,11 @@ def _copy_task(n=96, steps=6, vocab=8, seed=0):
     return batches, Vocab([["w4", "w5", "w6", "w7"]])
 
 
-class PlainGRUDecoder(nn.Module):
-    """A decoder without attention: the interface is all the training loop may rely on."""
-
-    def __init__(self, vocab_size, num_hiddens):
-        super().__init__()
-        self.embedding = nn.Embedding(vocab_size, num_hiddens)
-        self.rnn = nn.GRU(num_hiddens, num_hiddens, batch_first=True)
-        self.dense = nn.Linear(num_hiddens, vocab_size)
-
-    def init_state(self, enc_outputs, valid_len):
-        return enc_outputs[1][-1:]
-
-    def forward(self, X, state):
-        out, state = self.rnn(self.embedding(X), state)
-        return self.dense(out), state
-
-
-@pytest.mark.parametrize("attention", [True, False], ids=["bahdanau", "plain-gru"])
+@pytest.mark.parametrize("attention", [True, False], ids=["bahdanau", "no-attention"])
 def test_training_loop_lowers_the_loss_of_any_encoder_decoder(attention):
     torch.manual_seed(0)
     batches, vocab = _copy_task()
-    decoder = (Seq2SeqAttentionDecoder(8, 16, 32, 1) if attention else PlainGRUDecoder(8, 32))
+    decoder = Seq2SeqAttentionDecoder(8, 16, 32, 1) if attention else Seq2SeqDecoder(8, 16, 32, 1)
     model = EncoderDecoder(Seq2SeqEncoder(8, 16, 32, 1), decoder)
     result = train_seq2seq(model, batches, lr=0.01, num_epochs=15, tgt_vocab=vocab,
                            animate=False, show_progress=False)
@@ -186,7 +194,7 @@ def test_training_loop_lowers_the_loss_of_any_encoder_decoder(attention):
 
 def test_training_loop_bad_input_and_thread_count_restored():
     batches, vocab = _copy_task(n=32)
-    model = EncoderDecoder(Seq2SeqEncoder(8, 4, 8, 1), PlainGRUDecoder(8, 8))
+    model = EncoderDecoder(Seq2SeqEncoder(8, 4, 8, 1), Seq2SeqDecoder(8, 4, 8, 1))
     for kwargs, message in [({"num_epochs": 0, "lr": 0.01}, "num_epochs must be an int >= 1"),
                             ({"num_epochs": 1, "lr": 0.0}, "lr must be > 0"),
                             ({"num_epochs": 1, "lr": 0.01, "clip_norm": 0},
@@ -286,8 +294,10 @@ def test_config_validation():
     assert BahdanauConfig().num_epochs == 250 and BahdanauConfig().lr == 0.005
     with pytest.raises(ValueError, match="num_steps must be an int >= 2"):
         BahdanauConfig(num_steps=1)
-    with pytest.raises(ValueError, match="would train on the held-out pairs"):
-        BahdanauConfig(num_examples=HELDOUT_START + 1)
+    with pytest.raises(ValueError, match="num_examples must be an int >= 1"):
+        BahdanauConfig(num_examples=0)
+    with pytest.raises(ValueError, match="held_out must be True or False"):
+        BahdanauConfig(held_out="yes")
     with pytest.raises(ValueError, match="dropout"):
         BahdanauConfig(dropout=-0.1)
 
@@ -298,14 +308,25 @@ def test_build_bahdanau_sizes():
     assert model.decoder.dense.out_features == len(TGT)
 
 
-def test_heldout_pairs_are_unseen(shared_pairs_file):
-    from utils.data import read_pairs
-    held = heldout_pairs(50, path=shared_pairs_file)
-    assert len(held) == 50
-    seen = {english for english, _ in read_pairs(shared_pairs_file, HELDOUT_START)}
-    assert not seen & {english for english, _ in held}
-    with pytest.raises(ValueError, match="unseen pairs after index"):
-        heldout_pairs(10 ** 6, path=shared_pairs_file)
+def test_no_attention_preset_differs_only_in_attention():
+    model = build_bahdanau(LESSON_NO_ATTENTION, SRC, TGT)
+    assert isinstance(model.decoder, Seq2SeqDecoder)
+    assert isinstance(build_bahdanau(LESSON_BAHDANAU, SRC, TGT).decoder, Seq2SeqAttentionDecoder)
+    assert dataclasses.replace(LESSON_NO_ATTENTION, attention=True) == LESSON_BAHDANAU
+
+
+def test_training_pairs_never_hold_a_heldout_sentence(shared_pairs_file):
+    from utils.heldout import heldout_pairs, is_held_out
+    from utils.seq2seq import training_pairs
+    train = training_pairs(LESSON_BAHDANAU, shared_pairs_file)
+    held = heldout_pairs(shared_pairs_file)
+    assert len(train) > 15000 and len(held) > 1000
+    assert not any(is_held_out(english) for english, _ in train)
+    assert not {e for e, _ in train} & {e for e, _ in held}
+    book = training_pairs(BahdanauConfig(), shared_pairs_file)        # the book's 600, as read
+    assert len(book) == 600 and any(is_held_out(english) for english, _ in book)
+    unseen = heldout_pairs(shared_pairs_file, exclude=[e for e, _ in book])
+    assert not {e for e, _ in book} & {e for e, _ in unseen} and len(unseen) < len(held)
 
 
 def test_translate_pairs_groups_references_by_source():
@@ -348,10 +369,26 @@ def test_model_cache_trains_once_then_loads(tmp_path, monkeypatch):
         assert torch.equal(again[0].state_dict()[name], tensor), name
     # A corrupt file is ignored with a warning, and the model is retrained and saved again.
     cache_file.write_bytes(b"not a model")
-    with pytest.warns(UserWarning, match="ignoring the cached model"):
+    with pytest.warns(UserWarning, match="ignoring the stored model"):
         retrained = train_or_load_bahdanau(config, pairs, animate=False)
     assert retrained[5] is False and cache_file.stat().st_size > 100
     # use_cache=False neither reads nor writes.
     cache_file.unlink()
     assert train_or_load_bahdanau(config, pairs, use_cache=False, animate=False)[5] is False
     assert not cache_file.exists()
+
+
+def test_shipped_models_load_when_the_cache_is_empty(tmp_path, monkeypatch):
+    from utils import model_cache
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    pairs = _write_pairs(tmp_path / "pairs.txt", 40)
+    config = BahdanauConfig(num_examples=40, num_epochs=1, batch_size=16, embed_size=8,
+                            num_hiddens=8, num_layers=1)
+    model, sv, tv, result, trained_file, _ = train_or_load_bahdanau(config, pairs, animate=False)
+    shipped = tmp_path / "shipped"
+    monkeypatch.setattr(model_cache, "SHIPPED_DIR", shipped)
+    model_cache.save_model(shipped / trained_file.name, model, sv, tv, result, config)
+    trained_file.unlink()                                            # empty user cache
+    loaded = train_or_load_bahdanau(config, pairs, animate=False)
+    assert loaded[5] is True and loaded[4] == shipped / trained_file.name
+    assert not trained_file.exists()                                 # nothing trained or copied

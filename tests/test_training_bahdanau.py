@@ -56,7 +56,9 @@ def test_four_sentences_average_bleu_at_least_075(trained):
 @pytest.mark.slow
 def test_heldout_corpus_bleu_is_computed_on_unseen_sentences(trained, shared_pairs_file):
     config, model, src_vocab, tgt_vocab, _ = trained
+    from utils.seq2seq import training_pairs
     score, details = heldout_bleu(model, src_vocab, tgt_vocab, config.num_steps,
+                                  trained_on=training_pairs(config, shared_pairs_file),
                                   path=shared_pairs_file)
     assert len(details["predictions"]) == len(details["references"]) > 50
     # 600 memorised pairs generalise poorly, but the model gets many unigrams right.

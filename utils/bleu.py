@@ -31,20 +31,25 @@ def clipped_precision(pred_tokens: list[str], label_tokens: list[str], n: int) -
     return matches / total
 
 
-def bleu(pred: str, label: str, k: int = 2) -> float:
-    """The book's BLEU of one predicted sentence against one label (space-separated tokens).
-
-    Returns a number in [0, 1]; 1 means identical. An empty prediction scores 0. An empty label
-    or a ``k`` that is not a positive int raises ValueError.
-    """
+def check_bleu_inputs(pred, label, k) -> tuple[list[str], list[str]]:
+    """The tokens of ``pred`` and ``label``; a one-line ValueError for a bad ``k``, non-strings
+    or an empty label."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k (the longest n-gram) must be a positive int, got {k!r}")
     if not isinstance(pred, str) or not isinstance(label, str):
         raise ValueError(f"pred and label must be strings of space-separated tokens, got "
                          f"{type(pred).__name__} and {type(label).__name__}")
-    pred_tokens, label_tokens = pred.split(), label.split()
-    if not label_tokens:
+    if not label.split():
         raise ValueError("the label is empty; BLEU needs a reference translation with tokens")
+    return pred.split(), label.split()
+
+
+def bleu(pred: str, label: str, k: int = 2) -> float:
+    """The book's BLEU of one predicted sentence against one label (space-separated tokens).
+
+    Returns a number in [0, 1]; 1 means identical. An empty prediction scores 0.
+    """
+    pred_tokens, label_tokens = check_bleu_inputs(pred, label, k)
     if not pred_tokens:
         return 0.0
     score = math.exp(min(0.0, 1 - len(label_tokens) / len(pred_tokens)))   # brevity penalty
@@ -72,4 +77,31 @@ def corpus_bleu(predictions: Sequence[str], references: Sequence):
     width = max(len(refs) for refs in ref_lists)
     # sacrebleu wants one stream per reference slot; None fills slots a sentence does not use.
     streams = [[refs[j] if j < len(refs) else None for refs in ref_lists] for j in range(width)]
-    return BLEU(tokenize="none").corpus_score(list(predictions), streams)
+    # force=True: the text is tokenized on purpose (sacrebleu would warn about the " ." endings).
+    return BLEU(tokenize="none", force=True).corpus_score(list(predictions), streams)
+
+
+def bleu_by_length(sources: Sequence[str], predictions: Sequence[str], references: Sequence,
+                   edges: Sequence[int]) -> list[tuple[str, int, float]]:
+    """Corpus BLEU per bucket of source length (words, punctuation included).
+
+    ``edges`` (increasing) split lengths into buckets ``[edges[i], edges[i+1])``, the last one
+    open-ended. Returns (label, sentences, BLEU 0-100) per non-empty bucket, e.g. ("4-5", 310,
+    27.1) or ("8+", 40, 12.0).
+    """
+    if len(sources) != len(predictions):
+        raise ValueError(f"{len(sources)} sources but {len(predictions)} predictions; pass one "
+                         f"source per prediction")
+    if not edges or any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ValueError(f"edges must be increasing lengths, e.g. [1, 4, 6, 8], got {edges!r}")
+    rows = []
+    for i, low in enumerate(edges):
+        high = edges[i + 1] if i + 1 < len(edges) else None
+        chosen = [k for k, source in enumerate(sources)
+                  if len(source.split()) >= low and (high is None or len(source.split()) < high)]
+        if not chosen:
+            continue
+        label = f"{low}+" if high is None else (f"{low}" if high == low + 1 else f"{low}-{high - 1}")
+        score = corpus_bleu([predictions[k] for k in chosen], [references[k] for k in chosen])
+        rows.append((label, len(chosen), score.score))
+    return rows

@@ -348,21 +348,31 @@ def build_array(lines: Sequence[Sequence[str]], vocab: Vocab, num_steps: int
     return array, valid_len, truncated
 
 
-def load_data_nmt(batch_size: int, num_steps: int, num_examples: int | None = 600, path=None,
-                  seed: int = 0, min_freq: int = 2):
-    """(data_iter, src_vocab, tgt_vocab) for the first ``num_examples`` pairs.
+def trim_padding(batch):
+    """A DataLoader ``collate_fn``: stack a batch, then drop the padding columns that no sentence
+    of the batch uses (short sentences train in short tensors; the values are unchanged)."""
+    src, src_valid_len, tgt, tgt_valid_len = (torch.stack(column) for column in zip(*batch))
+    return (src[:, :int(src_valid_len.max())], src_valid_len,      # (b, longest source)
+            tgt[:, :int(tgt_valid_len.max())], tgt_valid_len)      # (b, longest target)
+
+
+def pairs_loader(pairs, batch_size: int, num_steps: int, seed: int = 0, min_freq: int = 2,
+                 trim: bool = False):
+    """(data_iter, src_vocab, tgt_vocab) for explicit preprocessed (English, French) pairs.
 
     ``data_iter`` is a DataLoader, shuffled by a ``torch.Generator`` seeded with ``seed``, whose
-    batches are (src (batch, num_steps), src_valid_len (batch,), tgt (batch, num_steps),
-    tgt_valid_len (batch,)). Sentences longer than ``num_steps - 1`` words are truncated as in the
-    book; the counts are in ``data_iter.num_truncated`` ({"source": n, "target": m}) and a
-    UserWarning says so when any were cut (raise ``num_steps`` to avoid it).
+    batches are (src (batch, steps), src_valid_len (batch,), tgt (batch, steps), tgt_valid_len
+    (batch,)), ``steps = num_steps`` (or, with ``trim``, the longest sentence of the batch).
+    Sentences longer than ``num_steps - 1`` words are truncated as in the book; the counts are in
+    ``data_iter.num_truncated`` ({"source": n, "target": m}) and a UserWarning says so.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-    pairs = read_pairs(path, num_examples)
+    pairs = list(pairs)
+    if not pairs:
+        raise ValueError("no sentence pairs to train on; pass at least one (English, French) pair")
     source, target = tokenize_pairs(pairs)
     src_vocab = Vocab(source, min_freq=min_freq)
     tgt_vocab = Vocab(target, min_freq=min_freq)
@@ -371,11 +381,19 @@ def load_data_nmt(batch_size: int, num_steps: int, num_examples: int | None = 60
     if src_cut or tgt_cut:
         warnings.warn(f"num_steps={num_steps} truncated {src_cut} of {len(pairs)} source and "
                       f"{tgt_cut} target sentences (their ends and <eos> are dropped); "
-                      f"raise num_steps to keep them whole", UserWarning, stacklevel=2)
+                      f"raise num_steps to keep them whole", UserWarning, stacklevel=3)
     dataset = torch_data.TensorDataset(src_array, src_valid_len, tgt_array, tgt_valid_len)
     generator = torch.Generator()
     generator.manual_seed(seed)
     data_iter = torch_data.DataLoader(dataset, batch_size=batch_size, shuffle=True,
-                                      generator=generator)
+                                      generator=generator,
+                                      collate_fn=trim_padding if trim else None)
     data_iter.num_truncated = {"source": src_cut, "target": tgt_cut}
     return data_iter, src_vocab, tgt_vocab
+
+
+def load_data_nmt(batch_size: int, num_steps: int, num_examples: int | None = 600, path=None,
+                  seed: int = 0, min_freq: int = 2):
+    """(data_iter, src_vocab, tgt_vocab) for the first ``num_examples`` pairs of the file, as
+    in the book (every batch padded to ``num_steps``); see ``pairs_loader``."""
+    return pairs_loader(read_pairs(path, num_examples), batch_size, num_steps, seed, min_freq)

@@ -21,6 +21,11 @@ import torch
 from utils.data import cache_dir, read_pairs
 
 
+# Trained weights that ship with the course (regenerate with ``python -m utils.shipped_models``).
+# A model is found here when its settings, data file, code and torch versions give the same key.
+SHIPPED_DIR = pathlib.Path(__file__).resolve().parents[1] / "assets" / "models"
+
+
 def model_cache_dir() -> pathlib.Path:
     """``<course cache>/models`` (``~/.cache/attention-course/models`` by default)."""
     return cache_dir() / "models"
@@ -53,36 +58,39 @@ def train_or_load(kind: str, config, *, data: Callable, build: Callable, train: 
     """
     from utils.seq2seq import TrainResult
 
-    cache_file = model_cache_dir() / f"{kind}-{settings_key(kind, config, path, versions)}.pt"
-    if use_cache and not refresh and cache_file.is_file():
-        try:
-            saved = torch.load(cache_file, map_location="cpu", weights_only=True)
-            _, src_vocab, tgt_vocab = data(config, path)
-            if saved["vocab_sizes"] != [len(src_vocab), len(tgt_vocab)]:
-                raise ValueError("vocabulary sizes differ")
-            model = build(config, src_vocab, tgt_vocab)
-            model.load_state_dict(saved["state_dict"])
-            model.eval()
-            return model, src_vocab, tgt_vocab, TrainResult(**saved["result"]), cache_file, True
-        except Exception as error:   # noqa: BLE001 - any unreadable cache means: retrain
-            warnings.warn(f"ignoring the cached model {cache_file} ({error}); retraining",
-                          UserWarning, stacklevel=3)
+    name = f"{kind}-{settings_key(kind, config, path, versions)}.pt"
+    cache_file = model_cache_dir() / name
+    if use_cache and not refresh:
+        for candidate in (cache_file, SHIPPED_DIR / name):     # the user's cache, then shipped
+            if not candidate.is_file():
+                continue
+            try:
+                saved = torch.load(candidate, map_location="cpu", weights_only=True)
+                with warnings.catch_warnings():      # truncation was reported at training time
+                    warnings.simplefilter("ignore", UserWarning)
+                    _, src_vocab, tgt_vocab = data(config, path)
+                if saved["vocab_sizes"] != [len(src_vocab), len(tgt_vocab)]:
+                    raise ValueError("vocabulary sizes differ")
+                model = build(config, src_vocab, tgt_vocab)
+                model.load_state_dict(saved["state_dict"])
+                model.eval()
+                return (model, src_vocab, tgt_vocab, TrainResult(**saved["result"]), candidate,
+                        True)
+            except Exception as error:   # noqa: BLE001 - any unreadable file means: retrain
+                warnings.warn(f"ignoring the stored model {candidate} ({error}); retraining",
+                              UserWarning, stacklevel=3)
     model, src_vocab, tgt_vocab, result = train(config, path, **train_kwargs)
     if use_cache:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        partial = cache_file.with_suffix(f".{os.getpid()}.part")     # two writers never collide
-        torch.save({"state_dict": model.state_dict(), "result": dataclasses.asdict(result),
-                    "vocab_sizes": [len(src_vocab), len(tgt_vocab)],
-                    "config": dataclasses.asdict(config)}, partial)
-        os.replace(partial, cache_file)
+        save_model(cache_file, model, src_vocab, tgt_vocab, result, config)
     return model, src_vocab, tgt_vocab, result, cache_file, False
 
 
-def clear_model_cache(kind: str | None = None) -> int:
-    """Delete the cached models (of one ``kind``, or all); returns how many files were removed."""
-    folder, removed = model_cache_dir(), 0
-    if folder.is_dir():
-        for file in folder.glob(f"{kind or '*'}-*.pt"):
-            file.unlink()
-            removed += 1
-    return removed
+def save_model(file: pathlib.Path, model, src_vocab, tgt_vocab, result, config) -> pathlib.Path:
+    """Write a trained model as ``train_or_load`` reads it (atomically: never half a file)."""
+    file.parent.mkdir(parents=True, exist_ok=True)
+    partial = file.with_suffix(f".{os.getpid()}.part")              # two writers never collide
+    torch.save({"state_dict": model.state_dict(), "result": dataclasses.asdict(result),
+                "vocab_sizes": [len(src_vocab), len(tgt_vocab)],
+                "config": dataclasses.asdict(config)}, partial)
+    os.replace(partial, file)
+    return file

@@ -45,7 +45,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from utils.attention import AdditiveAttention
-from utils.data import BOS, EOS, PAD, Vocab, load_data_nmt, read_pairs, tokenize
+from utils.data import BOS, EOS, PAD, Vocab, pairs_loader, read_pairs, tokenize
 from utils.model_cache import settings_key, train_or_load
 
 # Bump when the model or training code changes in a way that changes trained weights: cached
@@ -139,6 +139,40 @@ class Seq2SeqAttentionDecoder(nn.Module):
         if not self._step_weights:
             raise RuntimeError("no attention weights yet: call the decoder first")
         return torch.cat(self._step_weights, dim=1)
+
+
+class Seq2SeqDecoder(nn.Module):
+    """The same decoder without attention, to measure what attention adds.
+
+    Every step sees one fixed context, the top layer of the encoder's final state (the whole
+    sentence squeezed into ``num_hiddens`` numbers), beside the previous output word. Same
+    interface and sizes as ``Seq2SeqAttentionDecoder``; it has no ``attention_weights``.
+    """
+
+    def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int,
+                 dropout: float = 0.0):
+        super().__init__()
+        for name, value in (("vocab_size", vocab_size), ("embed_size", embed_size),
+                            ("num_hiddens", num_hiddens), ("num_layers", num_layers)):
+            require_int(name, value)
+        require_dropout(dropout)
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers, batch_first=True,
+                          dropout=dropout if num_layers > 1 else 0.0)
+        self.dense = nn.Linear(num_hiddens, vocab_size)
+
+    def init_state(self, enc_outputs, enc_valid_len):
+        """(context (b, h): top layer of the final encoder state, that state (layers, b, h))."""
+        _, hidden_state = enc_outputs
+        return hidden_state[-1], hidden_state
+
+    def forward(self, X: torch.Tensor, state):
+        """X (batch, tgt_steps) -> logits (batch, tgt_steps, vocab), new state."""
+        context, hidden_state = state
+        embedded = self.embedding(X.long())                         # (b, tgt_steps, embed)
+        repeated = context.unsqueeze(1).expand(-1, X.shape[1], -1)  # (b, tgt_steps, h)
+        outputs, hidden_state = self.rnn(torch.cat((embedded, repeated), dim=-1), hidden_state)
+        return self.dense(outputs), (context, hidden_state)         # (b, tgt_steps, vocab)
 
 
 class EncoderDecoder(nn.Module):
@@ -389,28 +423,6 @@ def greedy_translate(model: EncoderDecoder, sentence: str, src_vocab: Vocab, tgt
 
 # ============================================================================ held-out BLEU
 
-# Pairs from this index on are never used for training by the lesson (num_examples is capped
-# at it), so a model of any allowed size can be scored on the same unseen sentences.
-HELDOUT_START = 5000
-
-
-def heldout_pairs(count: int = 200, start: int = HELDOUT_START, path=None) -> list:
-    """``count`` pairs from index ``start`` on, as (English, French) tuples.
-
-    Pairs whose English sentence also occurs among the first ``start`` pairs are skipped, so no
-    held-out source sentence was ever seen in training (by a model trained on <= ``start`` pairs).
-    """
-    require_int("count", count)
-    require_int("start", start, minimum=0)
-    pairs = read_pairs(path, None)
-    seen = {english for english, _ in pairs[:start]}
-    chosen = [pair for pair in pairs[start:] if pair[0] not in seen][:count]
-    if len(chosen) < count:
-        raise ValueError(f"only {len(chosen)} unseen pairs after index {start}; ask for fewer "
-                         f"(count <= {len(chosen)}) or a smaller start")
-    return chosen
-
-
 def translate_pairs(model: EncoderDecoder, pairs, src_vocab: Vocab, tgt_vocab: Vocab,
                     num_steps: int) -> dict:
     """Greedy translations of the distinct English sentences of ``pairs``.
@@ -439,13 +451,33 @@ def translate_pairs(model: EncoderDecoder, pairs, src_vocab: Vocab, tgt_vocab: V
 
 
 def heldout_bleu(model: EncoderDecoder, src_vocab: Vocab, tgt_vocab: Vocab, num_steps: int,
-                 count: int = 200, path=None):
-    """Corpus BLEU (sacrebleu, 0-100) on ``heldout_pairs(count)``; returns (score, details)."""
+                 trained_on=(), path=None):
+    """Corpus BLEU (sacrebleu, 0-100) on the held-out sentences (``utils.heldout``) that are not
+    among ``trained_on`` (the English side of the model's training pairs); (score, details)."""
     from utils.bleu import corpus_bleu
+    from utils.heldout import heldout_pairs
 
-    details = translate_pairs(model, heldout_pairs(count, path=path), src_vocab, tgt_vocab,
+    english = [pair[0] if isinstance(pair, (tuple, list)) else pair for pair in trained_on]
+    details = translate_pairs(model, heldout_pairs(path, exclude=english), src_vocab, tgt_vocab,
                               num_steps)
     return corpus_bleu(details["predictions"], details["references"]), details
+
+
+def heldout_translations(model: EncoderDecoder, src_vocab: Vocab, tgt_vocab: Vocab,
+                         num_steps: int, trained_on=(), path=None) -> list:
+    """Greedy ``Translation`` of every distinct held-out English sentence not in ``trained_on``
+    (attention weights included); sentences without a known word are left out."""
+    from utils.heldout import heldout_pairs
+
+    english = [pair[0] if isinstance(pair, (tuple, list)) else pair for pair in trained_on]
+    translations = []
+    for sentence in dict.fromkeys(e for e, _ in heldout_pairs(path, exclude=english)):
+        try:
+            translations.append(greedy_translate(model, sentence, src_vocab, tgt_vocab,
+                                                 num_steps, truncate=True))
+        except ValueError:                  # no known word: nothing to translate
+            continue
+    return translations
 
 
 # ============================================================================ the lesson's model
@@ -454,7 +486,7 @@ def heldout_bleu(model: EncoderDecoder, src_vocab: Vocab, tgt_vocab: Vocab, num_
 class BahdanauConfig:
     """Settings of the lesson's model; the defaults are the book's."""
 
-    num_examples: int = 600
+    num_examples: int | None = 600      # the first pairs of the file; None: all of them
     num_steps: int = 10
     batch_size: int = 64
     embed_size: int = 32
@@ -465,36 +497,59 @@ class BahdanauConfig:
     num_epochs: int = 250
     seed: int = 0
     min_freq: int = 2
+    # True: train only on the training side of the held-out split (utils.heldout), in batches
+    # trimmed to their longest sentence. False: the book's way (every pair read, padded batches).
+    held_out: bool = False
+    attention: bool = True              # False: the same model without attention (baseline)
 
     def __post_init__(self):
-        for name in ("num_examples", "batch_size", "embed_size", "num_hiddens", "num_layers",
-                     "num_epochs"):
+        for name in ("batch_size", "embed_size", "num_hiddens", "num_layers", "num_epochs"):
             require_int(name, getattr(self, name))
+        if self.num_examples is not None:
+            require_int("num_examples", self.num_examples)
         require_int("num_steps", self.num_steps, minimum=2)
         require_int("seed", self.seed, minimum=0)
         require_int("min_freq", self.min_freq, minimum=0)
         require_dropout(self.dropout)
-        if self.num_examples > HELDOUT_START:
-            raise ValueError(f"num_examples={self.num_examples} would train on the held-out "
-                             f"pairs (index {HELDOUT_START} on); use num_examples <= "
-                             f"{HELDOUT_START}")
+        for name in ("held_out", "attention"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
+
+
+# The lesson's main model: all training pairs of the shared file, wider and trained briefly
+# (settings chosen on held-out BLEU of several runs; see the README's "Translation models").
+LESSON_BAHDANAU = BahdanauConfig(num_examples=None, held_out=True, num_steps=12, batch_size=128,
+                                 embed_size=128, num_hiddens=128, num_layers=1, dropout=0.2,
+                                 lr=0.005, num_epochs=15, seed=0)
+# The same model, data and budget without attention: what does attention add?
+LESSON_NO_ATTENTION = dataclasses.replace(LESSON_BAHDANAU, attention=False)
 
 
 def build_bahdanau(config: BahdanauConfig, src_vocab: Vocab, tgt_vocab: Vocab) -> EncoderDecoder:
     """An untrained ``EncoderDecoder`` of ``Seq2SeqEncoder`` and ``Seq2SeqAttentionDecoder``."""
     encoder = Seq2SeqEncoder(len(src_vocab), config.embed_size, config.num_hiddens,
                              config.num_layers, config.dropout)
-    decoder = Seq2SeqAttentionDecoder(len(tgt_vocab), config.embed_size, config.num_hiddens,
-                                      config.num_layers, config.dropout)
+    decoder_class = Seq2SeqAttentionDecoder if config.attention else Seq2SeqDecoder
+    decoder = decoder_class(len(tgt_vocab), config.embed_size, config.num_hiddens,
+                            config.num_layers, config.dropout)
     return EncoderDecoder(encoder, decoder)
 
 
-def training_data(config: BahdanauConfig, path=None):
+def training_pairs(config, path=None) -> list:
+    """The (English, French) pairs a configuration trains on: the first ``num_examples`` pairs
+    of the file, without the held-out sentences when ``config.held_out``."""
+    from utils.heldout import split_pairs
+
+    pairs = read_pairs(path, config.num_examples)
+    return split_pairs(pairs)[0] if config.held_out else pairs
+
+
+def training_data(config, path=None):
     """(data_iter, src_vocab, tgt_vocab) for ``config``; truncation is reported as a warning."""
-    return load_data_nmt(config.batch_size, config.num_steps, config.num_examples, path=path,
-                         seed=config.seed, min_freq=config.min_freq)
+    return pairs_loader(training_pairs(config, path), config.batch_size, config.num_steps,
+                        config.seed, config.min_freq, trim=config.held_out)
 
 
 def train_bahdanau(config: BahdanauConfig = BahdanauConfig(), path=None, *,

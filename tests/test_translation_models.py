@@ -1,0 +1,122 @@
+"""The translation models of lessons 4 and 7, judged on sentences they never saw.
+
+The three lesson models ship under ``assets/models/`` (``python -m utils.shipped_models``). These
+tests check the shipped files (checksums, and that an empty cache loads them instead of
+training), their quality on the held-out split of the shared data (corpus sacreBLEU, alignment
+of Bahdanau's attention), and that the regeneration command runs (one epoch each).
+"""
+
+import subprocess
+import sys
+
+import pytest
+
+from utils import shipped_models
+from utils.alignment import summarize
+from utils.bleu import bleu_by_length
+from utils.model_cache import SHIPPED_DIR
+from utils.seq2seq import (LESSON_BAHDANAU, LESSON_NO_ATTENTION, heldout_bleu,
+                           heldout_translations, train_or_load_bahdanau, training_pairs)
+from utils.transformer import LESSON_TRANSFORMER, train_or_load_transformer
+
+from conftest import REPO
+
+
+@pytest.fixture(autouse=True)
+def empty_user_cache(tmp_path, monkeypatch):
+    """A cache of our own: the models must come from assets/, not from an earlier run."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="module")
+def bahdanau(shared_pairs_file):
+    return train_or_load_bahdanau(LESSON_BAHDANAU, shared_pairs_file, animate=False)
+
+
+def test_shipped_files_are_the_presets_with_their_checksums(shared_pairs_file):
+    expected = {shipped_models.shipped_file(name, shared_pairs_file).name
+                for name in shipped_models.presets()}
+    listed = {}
+    for line in (SHIPPED_DIR / shipped_models.CHECKSUMS).read_text().splitlines():
+        digest, name = line.split()
+        listed[name] = digest
+    assert set(listed) == expected, "assets/models does not match the presets: regenerate it"
+    for name, digest in listed.items():
+        file = SHIPPED_DIR / name
+        assert file.stat().st_size <= 10 * 2 ** 20, f"{name} is over 10 MB"
+        assert shipped_models.sha256(file) == digest, f"{name} does not match SHA256SUMS"
+
+
+@pytest.mark.slow
+def test_bahdanau_loads_from_assets_and_generalises(bahdanau, shared_pairs_file):
+    model, src_vocab, tgt_vocab, result, file, from_cache = bahdanau
+    assert from_cache and file.parent == SHIPPED_DIR
+    score, details = heldout_bleu(model, src_vocab, tgt_vocab, LESSON_BAHDANAU.num_steps,
+                                  path=shared_pairs_file)
+    assert len(details["sources"]) > 1000
+    assert score.score >= 20, f"held-out corpus BLEU {score.score:.1f} < 20"
+
+
+@pytest.mark.slow
+def test_bahdanau_attention_aligns_on_heldout_sentences(bahdanau, shared_pairs_file):
+    model, src_vocab, tgt_vocab, *_ = bahdanau
+    translations = heldout_translations(model, src_vocab, tgt_vocab, LESSON_BAHDANAU.num_steps,
+                                        path=shared_pairs_file)
+    summary = summarize([t for t in translations if len(t.tokens) >= 3])
+    assert summary.monotonicity_count > 500
+    assert summary.mean_eos_weight <= 0.25, summary.describe()
+    assert summary.mean_monotonicity >= 0.7, summary.describe()
+
+
+@pytest.mark.slow
+def test_transformer_loads_from_assets_and_generalises(shared_pairs_file):
+    model, src_vocab, tgt_vocab, _, file, from_cache = train_or_load_transformer(
+        LESSON_TRANSFORMER, shared_pairs_file, animate=False)
+    assert from_cache and file.parent == SHIPPED_DIR
+    score, _ = heldout_bleu(model, src_vocab, tgt_vocab, LESSON_TRANSFORMER.num_steps,
+                            path=shared_pairs_file)
+    assert score.score >= 25, f"held-out corpus BLEU {score.score:.1f} < 25"
+
+
+@pytest.mark.slow
+def test_no_attention_baseline_is_scored_by_source_length(shared_pairs_file):
+    model, src_vocab, tgt_vocab, _, file, from_cache = train_or_load_bahdanau(
+        LESSON_NO_ATTENTION, shared_pairs_file, animate=False)
+    assert from_cache and file.parent == SHIPPED_DIR
+    _, details = heldout_bleu(model, src_vocab, tgt_vocab, LESSON_NO_ATTENTION.num_steps,
+                              path=shared_pairs_file)
+    rows = bleu_by_length(details["sources"], details["predictions"], details["references"],
+                          [1, 4, 5, 6, 7])
+    assert [label for label, _, _ in rows][:2] == ["1-3", "4"]
+    assert sum(count for _, count, _ in rows) == len(details["sources"])
+
+
+def test_training_pairs_hold_no_heldout_sentence(shared_pairs_file):
+    from utils.heldout import is_held_out
+    for config in (LESSON_BAHDANAU, LESSON_TRANSFORMER):
+        assert not any(is_held_out(english) for english, _ in training_pairs(config,
+                                                                             shared_pairs_file))
+
+
+@pytest.mark.slow
+def test_regeneration_command_runs_for_one_epoch(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "utils.shipped_models", "all", "--epochs", "1",
+                             "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+                            timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    files = sorted(tmp_path.glob("*.pt"))
+    assert len(files) == 3
+    sums = (tmp_path / shipped_models.CHECKSUMS).read_text()
+    for file in files:
+        assert f"{shipped_models.sha256(file)}  {file.name}" in sums
+    assert "for 1 epochs" in result.stdout
+
+
+def test_bleu_by_length_buckets_and_bad_edges():
+    rows = bleu_by_length(["a b", "a b c d", "a b c d e f g h"], ["w x y z", "p q r s", "u"],
+                          ["w x y z", "p q r s t", "v"], [1, 4, 8])
+    assert [(label, count) for label, count, _ in rows] == [("1-3", 1), ("4-7", 1), ("8+", 1)]
+    assert rows[0][2] == pytest.approx(100.0) and rows[2][2] == pytest.approx(0.0)
+    assert 0 < rows[1][2] < 100                      # one word short: the brevity penalty
+    with pytest.raises(ValueError, match="increasing"):
+        bleu_by_length(["a"], ["a"], ["a"], [4, 2])

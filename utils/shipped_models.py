@@ -1,0 +1,93 @@
+"""The trained translation models that ship under ``assets/models/``, and how to make them again.
+
+    python -m utils.shipped_models all            # retrain the three, about 5 minutes each
+    python -m utils.shipped_models transformer    # or one: bahdanau, no_attention, transformer
+
+Each model is trained on one CPU thread from its preset (``LESSON_BAHDANAU``,
+``LESSON_NO_ATTENTION``, ``LESSON_TRANSFORMER``) and the data file ``utils.data`` finds (the
+course's shared file in tests and CI), then written as ``<kind>-<key>.pt``: ``key`` hashes the
+settings, the data, the code and torch versions, so a lesson loads a shipped model only when
+all of them match, and trains its own otherwise. ``SHA256SUMS`` lists the files' checksums.
+``--epochs N`` trains N epochs instead (a quick check that the command works; such files have
+another key, so lessons never mistake them for the real ones).
+"""
+
+import argparse
+import dataclasses
+import hashlib
+import pathlib
+import sys
+
+from utils.model_cache import SHIPPED_DIR, save_model, settings_key
+
+CHECKSUMS = "SHA256SUMS"
+
+
+def presets() -> dict:
+    """name -> (cache kind, config, train function, versions)."""
+    from utils import seq2seq, transformer
+
+    bahdanau_versions = {"code_version": seq2seq.MODEL_CODE_VERSION}
+    return {
+        "bahdanau": ("bahdanau", seq2seq.LESSON_BAHDANAU, seq2seq.train_bahdanau,
+                     bahdanau_versions),
+        "no_attention": ("bahdanau", seq2seq.LESSON_NO_ATTENTION, seq2seq.train_bahdanau,
+                         bahdanau_versions),
+        "transformer": ("transformer", transformer.LESSON_TRANSFORMER,
+                        transformer.train_transformer, transformer.TRANSFORMER_VERSIONS),
+    }
+
+
+def shipped_file(name: str, path=None, folder: pathlib.Path = SHIPPED_DIR) -> pathlib.Path:
+    """Where the shipped model ``name`` (a key of ``presets()``) lives for this data file."""
+    kind, config, _, versions = presets()[name]
+    return folder / f"{kind}-{settings_key(kind, config, path, versions)}.pt"
+
+
+def sha256(file: pathlib.Path) -> str:
+    return hashlib.sha256(file.read_bytes()).hexdigest()
+
+
+def write_checksums(folder: pathlib.Path) -> pathlib.Path:
+    """``SHA256SUMS`` for every ``.pt`` file of ``folder`` (``sha256sum -c`` reads it)."""
+    lines = [f"{sha256(file)}  {file.name}\n" for file in sorted(folder.glob("*.pt"))]
+    target = folder / CHECKSUMS
+    target.write_text("".join(lines))
+    return target
+
+
+def make(name: str, epochs: int | None = None, folder: pathlib.Path = SHIPPED_DIR,
+         path=None, show_progress: bool = True) -> pathlib.Path:
+    """Train the preset ``name`` (``epochs`` overrides its epochs) and write it to ``folder``."""
+    table = presets()
+    if name not in table:
+        raise ValueError(f"no shipped model {name!r}; choose one of {sorted(table)} or 'all'")
+    kind, config, train, versions = table[name]
+    if epochs is not None:
+        config = dataclasses.replace(config, num_epochs=epochs)
+    model, src_vocab, tgt_vocab, result = train(config, path, animate=False,
+                                                show_progress=show_progress)
+    file = folder / f"{kind}-{settings_key(kind, config, path, versions)}.pt"
+    save_model(file, model, src_vocab, tgt_vocab, result, config)
+    print(f"{name}: {result.summary()} -> {file}")
+    return file
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("name", choices=[*presets(), "all"])
+    parser.add_argument("--epochs", type=int, help="train this many epochs instead (a check)")
+    parser.add_argument("--out", type=pathlib.Path, default=SHIPPED_DIR,
+                        help=f"folder to write to (default {SHIPPED_DIR})")
+    args = parser.parse_args(argv)
+    if args.epochs is not None and args.epochs < 1:
+        parser.error(f"--epochs must be >= 1, got {args.epochs}")
+    names = list(presets()) if args.name == "all" else [args.name]
+    for name in names:
+        make(name, args.epochs, args.out)
+    print(f"checksums: {write_checksums(args.out)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
