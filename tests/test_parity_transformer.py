@@ -42,8 +42,8 @@ def test_encoder_block_equals_torch_encoder_layer():
                                         activation="relu", batch_first=True,
                                         norm_first=False).eval()
     copy_attention(ours.attention, theirs.self_attn)
-    copy_linear_and_norm([(ours.ffn.dense1, theirs.linear1), (ours.ffn.dense2, theirs.linear2),
-                          (ours.addnorm1.ln, theirs.norm1), (ours.addnorm2.ln, theirs.norm2)])
+    copy_linear_and_norm([(ours.ffn.widen, theirs.linear1), (ours.ffn.narrow, theirs.linear2),
+                          (ours.addnorm1.norm, theirs.norm1), (ours.addnorm2.norm, theirs.norm2)])
     X = torch.randn(3, 7, D, generator=torch.Generator().manual_seed(1))   # (b, n, d)
     valid_lens = torch.tensor([7, 3, 1])
     with torch.no_grad():
@@ -64,9 +64,9 @@ def test_decoder_block_equals_torch_decoder_layer():
                                         norm_first=False).eval()
     copy_attention(ours.attention1, theirs.self_attn)
     copy_attention(ours.attention2, theirs.multihead_attn)
-    copy_linear_and_norm([(ours.ffn.dense1, theirs.linear1), (ours.ffn.dense2, theirs.linear2),
-                          (ours.addnorm1.ln, theirs.norm1), (ours.addnorm2.ln, theirs.norm2),
-                          (ours.addnorm3.ln, theirs.norm3)])
+    copy_linear_and_norm([(ours.ffn.widen, theirs.linear1), (ours.ffn.narrow, theirs.linear2),
+                          (ours.addnorm1.norm, theirs.norm1), (ours.addnorm2.norm, theirs.norm2),
+                          (ours.addnorm3.norm, theirs.norm3)])
     generator = torch.Generator().manual_seed(3)
     X = torch.randn(2, 6, D, generator=generator)                 # (b, n, d) target side
     memory = torch.randn(2, 9, D, generator=generator)            # (b, s, d) encoder outputs
@@ -102,13 +102,13 @@ def test_ffn_and_addnorm_equal_d2l():
     theirs = d2l.PositionWiseFFN(16, 8)
     X = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(7))
     theirs(X)                                                     # materialise the lazy layers
-    copy_linear_and_norm([(ours.dense1, theirs.dense1), (ours.dense2, theirs.dense2)])
+    copy_linear_and_norm([(ours.widen, theirs.dense1), (ours.narrow, theirs.dense2)])
     with torch.no_grad():
         torch.testing.assert_close(ours(X), theirs(X))
 
     ours_norm = randomise(AddNorm(4, 0.5), 8).eval()
     theirs_norm = d2l.AddNorm(4, 0.5).eval()
-    copy_linear_and_norm([(ours_norm.ln, theirs_norm.ln)])
+    copy_linear_and_norm([(ours_norm.norm, theirs_norm.ln)])
     Y = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(9))
     with torch.no_grad():
         torch.testing.assert_close(ours_norm(X, Y), theirs_norm(X, Y))
@@ -124,8 +124,8 @@ def test_encoder_block_equals_d2l(use_bias):
     theirs(X, valid_lens)                                         # materialise the lazy layers
     pairs = [(ours.attention.W_q, theirs.attention.W_q), (ours.attention.W_k, theirs.attention.W_k),
              (ours.attention.W_v, theirs.attention.W_v), (ours.attention.W_o, theirs.attention.W_o),
-             (ours.ffn.dense1, theirs.ffn.dense1), (ours.ffn.dense2, theirs.ffn.dense2),
-             (ours.addnorm1.ln, theirs.addnorm1.ln), (ours.addnorm2.ln, theirs.addnorm2.ln)]
+             (ours.ffn.widen, theirs.ffn.dense1), (ours.ffn.narrow, theirs.ffn.dense2),
+             (ours.addnorm1.norm, theirs.addnorm1.ln), (ours.addnorm2.norm, theirs.addnorm2.ln)]
     with torch.no_grad():
         for mine, book in pairs:
             book.weight.copy_(mine.weight)

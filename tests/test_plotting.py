@@ -54,6 +54,20 @@ def test_heatmap_labels_only_on_outer_axes_and_titles_on_top():
         assert ax.get_title() == (["h1", "h2", "h3"][j] if i == 0 else "")
 
 
+def test_heatmap_token_labels_and_row_titles():
+    grid = show_heatmaps(weights((2, 1, 3, 4)), "source", "target", xticklabels=list("abcd"),
+                         yticklabels=["x", "y", "z"], row_titles=["layer 1", "layer 2"])
+    ax = grid.axes[1, 0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == list("abcd")
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["x", "y", "z"]
+    assert grid.axes[0, 0].get_ylabel() == "layer 1\ntarget"
+    assert grid.axes[1, 0].get_ylabel() == "layer 2\ntarget"
+    with pytest.raises(ValueError, match="xticklabels has 3 entries but the matrices need 4"):
+        show_heatmaps(weights((1, 1, 3, 4)), "k", "q", xticklabels=list("abc"))
+    with pytest.raises(ValueError, match="row_titles has 1 entries but the matrices need 2"):
+        show_heatmaps(weights((2, 1, 3, 4)), "k", "q", row_titles=["layer 1"])
+
+
 def test_heatmaps_share_one_colour_bar_spanning_the_data():
     data = weights((2, 2, 3, 3), seed=1)
     grid = show_heatmaps(data, "k", "q")

@@ -6,6 +6,7 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from traitlets import TraitError  # noqa: E402
 import torch  # noqa: E402
 
 from utils.widgets.multihead import (HeadsExplorer, head_offsets, head_weights,  # noqa: E402
@@ -70,7 +71,7 @@ def explorer():
 def test_heads_slider_offers_only_divisors(explorer):
     slider = explorer.controls["heads"]
     assert tuple(slider.options) == (1, 2, 3, 4, 6, 12)
-    with pytest.raises(Exception):
+    with pytest.raises(TraitError, match="Invalid selection"):
         slider.value = 5                                           # not an option: refused
 
 

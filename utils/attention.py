@@ -15,27 +15,21 @@ from torch import nn
 from utils.masking import masked_softmax
 
 
-def scaled_dot_scores(queries: torch.Tensor, keys: torch.Tensor,
-                      temperature: float = 1.0) -> torch.Tensor:
-    """Scores q·k / (sqrt(d) · temperature).
-
-    queries: (batch, m, d), keys: (batch, n, d) -> scores (batch, m, n).
-    """
+def check_score_inputs(queries: torch.Tensor, keys: torch.Tensor, temperature: float) -> None:
+    """Raise a one-line ValueError unless queries and keys share a size and temperature > 0."""
     if queries.shape[-1] != keys.shape[-1]:
         raise ValueError(f"queries have size {queries.shape[-1]} but keys have size "
                          f"{keys.shape[-1]}; dot-product scores need equal sizes "
                          f"(project one side, or use additive attention)")
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
-    d = queries.shape[-1]
-    return queries @ keys.transpose(-2, -1) / (math.sqrt(d) * temperature)
 
 
-def soft_address(queries, keys, values, temperature: float = 1.0, valid_lens=None):
-    """Attention pooling with scaled dot-product scores.
+def as_batch(queries, keys, values):
+    """(queries, keys, values) as float tensors with a batch axis, and whether one was added.
 
-    Accepts unbatched inputs — queries (m, d), keys (n, d), values (n, v) — or batched ones
-    with a leading batch axis. Returns (outputs (…, m, v), weights (…, m, n)).
+    Accepts queries (m, d), keys (n, d), values (n, v), or the same with a leading batch axis;
+    anything else is refused with a one-line ValueError.
     """
     queries, keys, values = (torch.as_tensor(t, dtype=torch.float32)
                              for t in (queries, keys, values))
@@ -49,6 +43,27 @@ def soft_address(queries, keys, values, temperature: float = 1.0, valid_lens=Non
     if keys.shape[-2] != values.shape[-2]:
         raise ValueError(f"{keys.shape[-2]} keys but {values.shape[-2]} values; "
                          f"every key needs exactly one value")
+    return queries, keys, values, unbatched
+
+
+def scaled_dot_scores(queries: torch.Tensor, keys: torch.Tensor,
+                      temperature: float = 1.0) -> torch.Tensor:
+    """Scores q·k / (sqrt(d) · temperature).
+
+    queries (batch, m, d), keys (batch, n, d) -> scores (batch, m, n).
+    """
+    check_score_inputs(queries, keys, temperature)
+    d = queries.shape[-1]
+    return queries @ keys.transpose(-2, -1) / (math.sqrt(d) * temperature)
+
+
+def soft_address(queries, keys, values, temperature: float = 1.0, valid_lens=None):
+    """Attention pooling: weights = softmax(scores), output = weights @ values.
+
+    queries (m, d), keys (n, d), values (n, v), optionally with a leading batch axis.
+    Returns (outputs (…, m, v), weights (…, m, n)).
+    """
+    queries, keys, values, unbatched = as_batch(queries, keys, values)
     weights = masked_softmax(scaled_dot_scores(queries, keys, temperature), valid_lens)
     outputs = weights @ values                                  # (batch, m, v)
     if unbatched:

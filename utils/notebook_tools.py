@@ -17,13 +17,25 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Remove widget state, execution timestamps and widget-view outputs (in place)."""
+    """Remove widget state, execution timestamps and widget views (in place).
+
+    A widget view only renders with a live kernel, so it is dropped; an explorer's output
+    keeps the static picture it carries beside the view (see utils.widgets.base.ExplorerBox),
+    other widget outputs (a bare "VBox(...)" text) are dropped whole.
+    """
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         if cell.cell_type == "code":
-            cell.outputs = [out for out in cell.outputs
-                            if WIDGET_VIEW not in out.get("data", {})]
+            kept = []
+            for out in cell.outputs:
+                data = out.get("data", {})
+                if WIDGET_VIEW in data:
+                    if "image/png" not in data:
+                        continue
+                    del data[WIDGET_VIEW]
+                kept.append(out)
+            cell.outputs = kept
     return nb
 
 

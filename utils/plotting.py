@@ -184,13 +184,16 @@ def _colour_limits(data: np.ndarray, vmin: float | None, vmax: float | None):
 
 def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5), cmap="Reds", *,
                   vmin: float | None = None, vmax: float | None = None,
-                  detached: bool = False) -> HeatmapGrid:
+                  detached: bool = False, xticklabels=None, yticklabels=None,
+                  row_titles=None) -> HeatmapGrid:
     """Draw a rows x cols grid of heatmaps with one shared colour bar.
 
     matrices: (rows, cols, queries, keys), a tensor or array. ``xlabel`` goes under the bottom
     row, ``ylabel`` beside the first column, ``titles`` (one per column) above the top row.
     ``vmin``/``vmax`` fix the colour scale (e.g. 0 and 1 for attention weights); by default it
     spans the data. ``figsize`` is the size of the whole figure, in inches.
+    ``xticklabels``/``yticklabels`` name the keys/queries (e.g. tokens; one per column/row of a
+    matrix); ``row_titles`` (one per grid row, e.g. "layer 1") go beside the first column.
 
     As in the book, the figure goes through pyplot, so a notebook shows it once at the end of the
     cell. ``detached=True`` makes a figure unknown to pyplot instead (for widgets: render it with
@@ -201,6 +204,12 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5), cma
     if titles is not None and len(titles) != cols:
         raise ValueError(f"titles has {len(titles)} entries but the grid has {cols} columns; "
                          f"pass one title per column")
+    for name, labels, size in (("xticklabels", xticklabels, data.shape[3]),
+                               ("yticklabels", yticklabels, data.shape[2]),
+                               ("row_titles", row_titles, rows)):
+        if labels is not None and len(labels) != size:
+            raise ValueError(f"{name} has {len(labels)} entries but the matrices need {size}; "
+                             f"pass one label per {'grid row' if name == 'row_titles' else 'entry'}")
     low, high = _colour_limits(data, vmin, vmax)
 
     from matplotlib.colors import Normalize
@@ -216,10 +225,14 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5), cma
     images = np.empty((rows, cols), dtype=object)
     for (i, j), ax in np.ndenumerate(axes):
         images[i, j] = ax.imshow(data[i, j], cmap=cmap, norm=norm)  # (queries, keys)
+        if xticklabels is not None:
+            ax.set_xticks(range(len(xticklabels)), [str(t) for t in xticklabels], rotation=90)
+        if yticklabels is not None:
+            ax.set_yticks(range(len(yticklabels)), [str(t) for t in yticklabels])
         if i == rows - 1:
             ax.set_xlabel(xlabel)
         if j == 0:
-            ax.set_ylabel(ylabel)
+            ax.set_ylabel(ylabel if row_titles is None else f"{row_titles[i]}\n{ylabel}")
         if titles is not None and i == 0:
             ax.set_title(titles[j])
     colorbar = fig.colorbar(images[0, 0], ax=axes.ravel().tolist(), shrink=0.6)

@@ -33,16 +33,16 @@ import math
 import torch
 from torch import nn
 
-from utils.data import BOS, EOS, load_data_nmt
-from utils.model_cache import settings_key, train_or_load
+from utils.data import BOS, EOS
+from utils.model_cache import train_or_load
 from utils.multihead import MultiHeadAttention, check_num_heads
 from utils.positional import PositionalEncoding
 from utils.reproducibility import set_seed
 from utils.seq2seq import (MODEL_CODE_VERSION, EncoderDecoder, Translation, encode_source,
-                           greedy_translate, train_seq2seq)
+                           greedy_translate, train_seq2seq, training_data)
 
 # Bump when the model code changes in a way that changes trained weights (invalidates caches).
-TRANSFORMER_CODE_VERSION = 1
+TRANSFORMER_CODE_VERSION = 2
 
 
 def check_dropout(dropout) -> float:
@@ -58,42 +58,55 @@ def check_positive_int(value, name: str) -> int:
     return value
 
 
+def check_ffn_sizes(ffn_num_input, ffn_num_hiddens, ffn_num_outputs) -> None:
+    """Raise a one-line ValueError unless the three FFN sizes are positive ints."""
+    for name, value in (("ffn_num_input", ffn_num_input), ("ffn_num_hiddens", ffn_num_hiddens),
+                        ("ffn_num_outputs", ffn_num_outputs)):
+        check_positive_int(value, name)
+
+
+def check_features(X: torch.Tensor, expected: int, layer: str, argument: str) -> None:
+    """Raise a one-line ValueError unless X's last axis has ``expected`` features."""
+    if X.shape[-1] != expected:
+        raise ValueError(f"this {layer} expects {expected} input features (last axis), got "
+                         f"{tuple(X.shape)}; build it with {argument}={X.shape[-1]}")
+
+
+def check_same_shape(X: torch.Tensor, Y: torch.Tensor) -> None:
+    """Raise a one-line ValueError unless a sublayer's input X and output Y can be added."""
+    if X.shape != Y.shape:
+        raise ValueError(f"AddNorm adds X and Y, so they need one shape; got {tuple(X.shape)} "
+                         f"and {tuple(Y.shape)} (Y must be the sublayer's output for X)")
+
+
 class PositionWiseFFN(nn.Module):
-    """The same two-layer MLP applied to every position: dense -> ReLU -> dense."""
+    """One small MLP applied to every position on its own: widen, ReLU, narrow back."""
 
     def __init__(self, ffn_num_input: int, ffn_num_hiddens: int, ffn_num_outputs: int):
         super().__init__()
-        for name, value in (("ffn_num_input", ffn_num_input),
-                            ("ffn_num_hiddens", ffn_num_hiddens),
-                            ("ffn_num_outputs", ffn_num_outputs)):
-            check_positive_int(value, name)
-        self.dense1 = nn.Linear(ffn_num_input, ffn_num_hiddens)
-        self.relu = nn.ReLU()
-        self.dense2 = nn.Linear(ffn_num_hiddens, ffn_num_outputs)
+        check_ffn_sizes(ffn_num_input, ffn_num_hiddens, ffn_num_outputs)
+        self.widen = nn.Linear(ffn_num_input, ffn_num_hiddens)
+        self.narrow = nn.Linear(ffn_num_hiddens, ffn_num_outputs)
 
     def forward(self, X):
         """X (b, n, ffn_num_input) -> (b, n, ffn_num_outputs); positions never mix."""
-        if X.shape[-1] != self.dense1.in_features:
-            raise ValueError(f"this PositionWiseFFN expects {self.dense1.in_features} input "
-                             f"features (last axis), got {tuple(X.shape)}; build it with "
-                             f"ffn_num_input={X.shape[-1]}")
-        return self.dense2(self.relu(self.dense1(X)))
+        check_features(X, self.widen.in_features, "PositionWiseFFN", "ffn_num_input")
+        hidden = torch.relu(self.widen(X))                   # (b, n, ffn_num_hiddens)
+        return self.narrow(hidden)                           # (b, n, ffn_num_outputs)
 
 
 class AddNorm(nn.Module):
-    """Residual connection then layer normalization: LayerNorm(X + dropout(Y))."""
+    """Residual connection, then layer normalization: LayerNorm(X + dropout(Y))."""
 
     def __init__(self, normalized_shape, dropout: float = 0.0):
         super().__init__()
-        self.dropout = nn.Dropout(check_dropout(dropout))
-        self.ln = nn.LayerNorm(normalized_shape)
+        self.drop = nn.Dropout(check_dropout(dropout))
+        self.norm = nn.LayerNorm(normalized_shape)
 
     def forward(self, X, Y):
-        """X: the sublayer's input, Y: its output, both (b, n, d) -> (b, n, d)."""
-        if X.shape != Y.shape:
-            raise ValueError(f"AddNorm adds X and Y, so they need one shape; got {tuple(X.shape)} "
-                             f"and {tuple(Y.shape)} (Y must be the sublayer's output for X)")
-        return self.ln(self.dropout(Y) + X)
+        """X: a sublayer's input, Y: its output, both (b, n, d) -> (b, n, d)."""
+        check_same_shape(X, Y)
+        return self.norm(X + self.drop(Y))
 
 
 class TransformerEncoderBlock(nn.Module):
@@ -290,17 +303,32 @@ class TransformerConfig:
     seed: int = 1
     min_freq: int = 2
     causal: bool = True
+    # True: train only on the training side of the held-out split (utils.heldout), in batches
+    # trimmed to their longest sentence; num_examples None reads every pair of the file.
+    held_out: bool = False
 
     def __post_init__(self):
-        for name in ("num_examples", "num_steps", "batch_size", "num_hiddens",
+        for name in ("num_steps", "batch_size", "num_hiddens",
                      "ffn_num_hiddens", "num_heads", "num_blks", "num_epochs"):
             check_positive_int(getattr(self, name), name)
+        if self.num_examples is not None:
+            check_positive_int(self.num_examples, "num_examples")
+        if not isinstance(self.held_out, bool):
+            raise ValueError(f"held_out must be True or False, got {self.held_out!r}")
         check_num_heads(self.num_hiddens, self.num_heads)
         check_dropout(self.dropout)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
+
+
+# The lesson's main model: all training pairs of the shared file (settings chosen on held-out
+# BLEU; see the README's "Translation models").
+LESSON_TRANSFORMER = TransformerConfig(num_examples=None, held_out=True, num_steps=12,
+                                       batch_size=128, num_hiddens=128, ffn_num_hiddens=256,
+                                       num_heads=4, num_blks=2, dropout=0.1, lr=0.001,
+                                       num_epochs=12, seed=0)
 
 
 def build_transformer(config: TransformerConfig, src_vocab, tgt_vocab) -> Transformer:
@@ -311,9 +339,8 @@ def build_transformer(config: TransformerConfig, src_vocab, tgt_vocab) -> Transf
 
 
 def transformer_data(config: TransformerConfig, path=None):
-    """(data_iter, src_vocab, tgt_vocab) for ``config`` (see ``utils.data.load_data_nmt``)."""
-    return load_data_nmt(config.batch_size, config.num_steps, config.num_examples, path=path,
-                         seed=config.seed, min_freq=config.min_freq)
+    """(data_iter, src_vocab, tgt_vocab) for ``config`` (see ``utils.seq2seq.training_data``)."""
+    return training_data(config, path)
 
 
 def train_transformer(config: TransformerConfig = TransformerConfig(), path=None, *,
@@ -331,11 +358,6 @@ def train_transformer(config: TransformerConfig = TransformerConfig(), path=None
 
 TRANSFORMER_VERSIONS = {"code_version": TRANSFORMER_CODE_VERSION,
                         "seq2seq_code_version": MODEL_CODE_VERSION}
-
-
-def transformer_cache_key(config: TransformerConfig, path=None) -> str:
-    """A hash of every setting, the training pairs and the code versions."""
-    return settings_key("transformer", config, path, TRANSFORMER_VERSIONS)
 
 
 def train_or_load_transformer(config: TransformerConfig = TransformerConfig(), path=None, *,

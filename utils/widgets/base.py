@@ -1,6 +1,9 @@
 """The pattern every explorer follows: controls -> pure function -> artists updated in place."""
 
+import base64
+import html
 import io
+import re
 
 import ipywidgets as widgets
 from matplotlib.figure import Figure
@@ -8,6 +11,22 @@ import numpy as np
 from IPython.display import clear_output, display
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from PIL import Image
+
+
+class ExplorerBox(widgets.VBox):
+    """An explorer's widget. Its display also carries a static picture (PNG) and a text line
+    of the explorer's state when shown: JupyterLab renders the live widget, while viewers
+    without a kernel (GitHub, nbviewer, a saved notebook) show the picture instead."""
+
+    def __init__(self, children, explorer: "Explorer"):
+        super().__init__(children)
+        self._explorer = explorer
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["image/png"] = base64.b64encode(self._explorer.snapshot_png()).decode("ascii")
+        bundle["text/plain"] = self._explorer.snapshot_text()
+        return bundle
 
 
 class Explorer:
@@ -32,9 +51,9 @@ class Explorer:
         self.state: dict = {}
         for control in controls.values():
             control.observe(self._on_change, names="value")
-        self.widget = widgets.VBox([widgets.HBox(list(controls.values()),
-                                                 layout=widgets.Layout(flex_flow="row wrap")),
-                                    self.readout, self.output])
+        self.widget = ExplorerBox([widgets.HBox(list(controls.values()),
+                                                layout=widgets.Layout(flex_flow="row wrap")),
+                                   self.readout, self.output], explorer=self)
         self.update()
 
     # -- to override -------------------------------------------------------------------
@@ -67,6 +86,17 @@ class Explorer:
     def _on_change(self, _change) -> None:
         self.update()
 
+    def snapshot_png(self) -> bytes:
+        """PNG of the figure in the current state (the static picture of a saved notebook)."""
+        buffer = io.BytesIO()
+        self.fig.savefig(buffer, format="png")
+        return buffer.getvalue()
+
+    def snapshot_text(self) -> str:
+        """The readout as plain text: what the explorer shows, for text-only viewers."""
+        text = html.unescape(re.sub(r"<[^>]+>", " ", self.readout.value or ""))
+        return "Interactive explorer (run the notebook to use it). " + " ".join(text.split())
+
     def _ipython_display_(self):
         display(self.widget)
 
@@ -81,6 +111,9 @@ class BlittedExplorer(Explorer):
 
     def animated_artists(self) -> list:
         raise NotImplementedError
+
+    def snapshot_png(self) -> bytes:
+        return self.render_png()
 
     def render_png(self) -> bytes:
         """PNG of the figure as it is now (cached background + animated artists)."""

@@ -1,0 +1,146 @@
+"""What a layer costs, counted exactly (machine-independent), and a careful timer for support.
+
+Counts are FLOPs of the matrix products, 2 per multiply-add, the convention of
+``torch.utils.flop_counter.FlopCounterMode``; biases, softmax, gates and scaling are left out
+(they grow no faster than the products they follow). Asymptotic forms: Vaswani et al. (2017),
+"Attention Is All You Need", Table 1.
+
+- ``multihead_attention_flops(batch, num_queries, num_keys, num_hiddens, num_heads)``
+- ``attention_matrix_bytes(batch, num_heads, num_queries, num_keys, need_weights)``
+- ``conv1d_flops``, ``gru_flops``, ``self_attention_flops``: one layer, n tokens of size d
+- ``sequential_steps(layer, n)``, ``max_path_length(layer, n, kernel_size)``
+- ``median_time(fn, repeats)``, ``machine_line()``: timings, only as support
+"""
+
+import os
+import platform
+import statistics
+import time
+
+import torch
+
+LAYERS = ("cnn", "gru", "self-attention")
+
+
+def _count(name: str, value) -> int:
+    """``value`` as an int, or a one-line ValueError unless it is a positive integer."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}; pass e.g. {name}=1")
+    return value
+
+
+def _kernel(kernel_size) -> int:
+    _count("kernel_size", kernel_size)
+    if kernel_size < 3 or kernel_size % 2 == 0:
+        raise ValueError(f"kernel_size must be odd and at least 3 (a 'same' convolution that "
+                         f"reaches its neighbours), got {kernel_size!r}; use e.g. 3")
+    return kernel_size
+
+
+def _layer(layer) -> str:
+    if layer not in LAYERS:
+        raise ValueError(f"unknown layer {layer!r}; choose one of {', '.join(LAYERS)}")
+    return layer
+
+
+def multihead_attention_flops(batch: int, num_queries: int, num_keys: int, num_hiddens: int,
+                              num_heads: int) -> int:
+    """FLOPs of one multi-head attention call, the same for the explicit and the fused path.
+
+    Projections: W_q, W_o on m rows and W_k, W_v on n rows, each D x D: 2·b·(2m + 2n)·D².
+    Attention: scores (b·h, m, d)@(b·h, d, n) and weights@values, d = D/h: 2 · 2·b·m·n·D.
+    """
+    b, m, n = _count("batch", batch), _count("num_queries", num_queries), _count("num_keys", num_keys)
+    D, h = _count("num_hiddens", num_hiddens), _count("num_heads", num_heads)
+    if D % h:
+        raise ValueError(f"num_heads={h} does not divide num_hiddens={D}; choose a divisor of {D}")
+    projections = 2 * b * (2 * m + 2 * n) * D * D
+    attention = 2 * 2 * b * m * n * D                     # h heads x 2·b·m·n·(D/h), twice
+    return projections + attention
+
+
+def attention_matrix_bytes(batch: int, num_heads: int, num_queries: int, num_keys: int,
+                           need_weights: bool = True, element_size: int = 4) -> int:
+    """Bytes of the score and weight matrices, each (b·h, m, n), that the explicit path stores.
+
+    The fused path (need_weights=False) works through the keys block by block and stores none.
+    """
+    entries = (_count("batch", batch) * _count("num_heads", num_heads)
+               * _count("num_queries", num_queries) * _count("num_keys", num_keys))
+    _count("element_size", element_size)
+    return 2 * entries * element_size if need_weights else 0
+
+
+def conv1d_flops(batch: int, n: int, d: int, kernel_size: int = 3) -> int:
+    """Conv1d(d, d, k, padding=k//2) on (b, d, n): a k·d x d kernel at n positions, 2·b·n·k·d²."""
+    b, n, d, k = _count("batch", batch), _count("n", n), _count("d", d), _kernel(kernel_size)
+    return 2 * b * n * k * d * d
+
+
+def gru_flops(batch: int, n: int, d: int) -> int:
+    """GRU(d, d) on (b, n, d): per step W_ih (3d x d) and W_hh (3d x d), 2·b·n·6d²."""
+    b, n, d = _count("batch", batch), _count("n", n), _count("d", d)
+    return 2 * b * n * 6 * d * d
+
+
+def self_attention_flops(batch: int, n: int, d: int, num_heads: int = 1) -> int:
+    """MultiHeadAttention(d, h)(X, X, X) on (b, n, d), projections included: 8·b·n·d² + 4·b·n²·d."""
+    return multihead_attention_flops(batch, n, n, d, num_heads)
+
+
+def sequential_steps(layer: str, n: int) -> int:
+    """Operations that must wait for the previous one: n for the GRU (step i needs step i-1), else 1."""
+    n = _count("n", n)
+    return n if _layer(layer) == "gru" else 1
+
+
+def max_path_length(layer: str, n: int, kernel_size: int = 3) -> int:
+    """Links a signal crosses from the first to the last of n tokens.
+
+    Self-attention: 1 (every pair meets in one layer). GRU: n - 1 hidden-to-hidden steps.
+    CNN: stacked 'same' convolutions, each reaching (k-1)/2 positions: ceil((n-1) / ((k-1)/2)).
+    """
+    n, layer = _count("n", n), _layer(layer)
+    if layer == "self-attention":
+        return 1 if n > 1 else 0
+    if layer == "gru":
+        return n - 1
+    reach = (_kernel(kernel_size) - 1) // 2
+    return -(-(n - 1) // reach)                           # ceil division
+
+
+def median_time(fn, repeats: int = 7, threads: int = 1) -> dict:
+    """Seconds of ``fn()``: one warm-up, then ``repeats`` runs on ``threads`` threads (restored after).
+
+    Returns {"median", "min", "max", "repeats"}; without autograd.
+    """
+    _count("repeats", repeats)
+    _count("threads", threads)
+    saved = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with torch.no_grad():
+            fn()                                          # warm-up
+            times = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(saved)
+    return {"median": statistics.median(times), "min": min(times), "max": max(times),
+            "repeats": repeats}
+
+
+def machine_line() -> str:
+    """One line naming the machine: CPU model, core count, torch version."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"machine: {model}, {os.cpu_count()} cores, torch {torch.__version__}"
