@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from utils import shipped_models
 from utils.alignment import summarize
@@ -120,3 +121,35 @@ def test_bleu_by_length_buckets_and_bad_edges():
     assert 0 < rows[1][2] < 100                      # one word short: the brevity penalty
     with pytest.raises(ValueError, match="increasing"):
         bleu_by_length(["a"], ["a"], ["a"], [4, 2])
+
+
+@pytest.mark.parametrize("which", ["bahdanau", "no_attention", "transformer"])
+def test_batched_decoding_equals_one_sentence_at_a_time(which, shared_pairs_file):
+    from utils.heldout import heldout_pairs
+    from utils.seq2seq import greedy_translate, greedy_translate_many
+
+    if which == "transformer":
+        config = LESSON_TRANSFORMER
+        model, src_vocab, tgt_vocab, *_ = train_or_load_transformer(config, shared_pairs_file,
+                                                                    animate=False)
+    else:
+        config = LESSON_BAHDANAU if which == "bahdanau" else LESSON_NO_ATTENTION
+        model, src_vocab, tgt_vocab, *_ = train_or_load_bahdanau(config, shared_pairs_file,
+                                                                 animate=False)
+    sentences = list(dict.fromkeys(e for e, _ in heldout_pairs(shared_pairs_file)))[:60]
+    sentences += ["xyzzy plugh", "i think that we should all go home now , don't you ?"]
+    batched = greedy_translate_many(model, sentences, src_vocab, tgt_vocab, config.num_steps,
+                                    batch_size=16)
+    assert batched[-2] is None                              # no known word
+    assert batched[-1].dropped                              # cut to num_steps - 1 words
+    for sentence, many in zip(sentences[:-2] + sentences[-1:], batched[:-2] + batched[-1:]):
+        one = greedy_translate(model, sentence, src_vocab, tgt_vocab, config.num_steps,
+                               truncate=True)
+        assert (many.tokens, many.ended, many.source_tokens) == (one.tokens, one.ended,
+                                                                 one.source_tokens), sentence
+        assert len(many.step_weights) == len(one.step_weights)
+        if one.attention is None:
+            assert many.attention is None
+        else:
+            torch.testing.assert_close(many.attention, one.attention, atol=1e-5, rtol=1e-4)
+    assert any(t.ended for t in batched[:-2]) and len({len(t.tokens) for t in batched[:-2]}) > 2

@@ -411,14 +411,77 @@ def greedy_translate(model: EncoderDecoder, sentence: str, src_vocab: Vocab, tgt
             break
         predicted.append(token)
     model.train(was_training)
+    return _make_translation(source_tokens, predicted, step_weights, unknown, dropped, ended,
+                             tgt_vocab)
+
+
+def _make_translation(source_tokens, predicted, step_weights, unknown, dropped, ended,
+                      tgt_vocab) -> Translation:
     attention = None
-    if all(isinstance(w, torch.Tensor) and w.dim() == 3 and w.shape[:2] == (1, 1)
-           for w in step_weights):
+    if step_weights and all(isinstance(w, torch.Tensor) and w.dim() == 3
+                            and w.shape[:2] == (1, 1) for w in step_weights):
         # (steps, num_steps) -> keep the source tokens only (padding has weight 0)
         attention = torch.cat([w[0] for w in step_weights], dim=0)[:, :len(source_tokens)]
     tokens = tgt_vocab.to_tokens(predicted)
     return Translation(source_tokens, tokens, " ".join(tokens), attention, step_weights,
                        unknown, dropped, ended)
+
+
+def _row(weights, i: int):
+    """Sentence ``i`` of a batch's ``attention_weights`` (a tensor or nested lists of them)."""
+    if isinstance(weights, torch.Tensor):
+        return weights[i:i + 1]
+    if isinstance(weights, (list, tuple)):
+        return type(weights)(_row(w, i) for w in weights)
+    return weights
+
+
+@torch.no_grad()
+def greedy_translate_many(model: EncoderDecoder, sentences, src_vocab: Vocab, tgt_vocab: Vocab,
+                          num_steps: int, device="cpu", batch_size: int = 256) -> list:
+    """``greedy_translate`` of many sentences, decoded ``batch_size`` at a time.
+
+    Returns one ``Translation`` per sentence (too long ones truncated), or None for a sentence
+    without a known word. Same tokens as translating one sentence at a time (a test checks it);
+    a batch stops when every sentence in it has produced ``<eos>``.
+    """
+    require_int("batch_size", batch_size, minimum=1)
+    encoded = {}
+    for index, sentence in enumerate(sentences):
+        try:
+            encoded[index] = encode_source(sentence, src_vocab, num_steps, truncate=True)
+        except ValueError:                  # no known word: nothing to translate
+            pass
+    results = [None] * len(sentences)
+    was_training = model.training
+    model.eval()
+    order = list(encoded)
+    eos = tgt_vocab[EOS]
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        X = torch.cat([encoded[i][0] for i in chunk]).to(device)          # (b, num_steps)
+        valid_len = torch.cat([encoded[i][1] for i in chunk]).to(device)  # (b,)
+        state = model.decoder.init_state(model.encoder(X, valid_len), valid_len)
+        dec_X = torch.full((len(chunk), 1), tgt_vocab[BOS], device=device)  # (b, 1)
+        outputs, weights = [], []
+        for _ in range(num_steps):
+            Y, state = model.decoder(dec_X, state)                          # (b, 1, vocab)
+            dec_X = Y.argmax(dim=-1)                                        # (b, 1)
+            outputs.append(dec_X[:, 0])
+            weights.append(getattr(model.decoder, "attention_weights", None))
+            if bool((torch.stack(outputs, dim=1) == eos).any(dim=1).all()):
+                break
+        produced = torch.stack(outputs, dim=1).tolist()                     # (b, steps)
+        for row, index in enumerate(chunk):
+            tokens = produced[row]
+            ended = eos in tokens
+            length = tokens.index(eos) + 1 if ended else len(tokens)
+            _, _, source_tokens, unknown, dropped = encoded[index]
+            results[index] = _make_translation(
+                source_tokens, tokens[:length - ended], [_row(w, row) for w in weights[:length]],
+                unknown, dropped, ended, tgt_vocab)
+    model.train(was_training)
+    return results
 
 
 # ============================================================================ held-out BLEU
@@ -435,11 +498,9 @@ def translate_pairs(model: EncoderDecoder, pairs, src_vocab: Vocab, tgt_vocab: V
     for english, french in pairs:
         references.setdefault(english, []).append(french)
     predictions, unknown_only, truncated = [], 0, 0
-    for english in references:
-        try:
-            translation = greedy_translate(model, english, src_vocab, tgt_vocab, num_steps,
-                                           truncate=True)
-        except ValueError:                  # no known word: nothing to translate
+    for translation in greedy_translate_many(model, list(references), src_vocab, tgt_vocab,
+                                             num_steps):
+        if translation is None:             # no known word: nothing to translate
             unknown_only += 1
             predictions.append("")
             continue
@@ -470,14 +531,9 @@ def heldout_translations(model: EncoderDecoder, src_vocab: Vocab, tgt_vocab: Voc
     from utils.heldout import heldout_pairs
 
     english = [pair[0] if isinstance(pair, (tuple, list)) else pair for pair in trained_on]
-    translations = []
-    for sentence in dict.fromkeys(e for e, _ in heldout_pairs(path, exclude=english)):
-        try:
-            translations.append(greedy_translate(model, sentence, src_vocab, tgt_vocab,
-                                                 num_steps, truncate=True))
-        except ValueError:                  # no known word: nothing to translate
-            continue
-    return translations
+    sentences = list(dict.fromkeys(e for e, _ in heldout_pairs(path, exclude=english)))
+    return [t for t in greedy_translate_many(model, sentences, src_vocab, tgt_vocab, num_steps)
+            if t is not None]
 
 
 # ============================================================================ the lesson's model
