@@ -207,6 +207,30 @@ def test_training_loop_bad_input_and_thread_count_restored():
     assert torch.get_num_threads() == threads
 
 
+def test_on_epoch_hook_sees_each_epoch_and_its_time_is_not_training_time():
+    import time as clock
+
+    batches, vocab = _copy_task(n=32)
+    torch.manual_seed(0)
+    model = EncoderDecoder(Seq2SeqEncoder(8, 4, 8, 1), Seq2SeqDecoder(8, 4, 8, 1))
+    seen = []
+
+    def slow_hook(epoch, hooked):
+        assert hooked is model
+        hooked.eval()                                    # the loop puts it back in training
+        seen.append(epoch)
+        clock.sleep(0.3)
+
+    result = train_seq2seq(model, batches, 0.01, 3, vocab, animate=False, show_progress=False,
+                           on_epoch=slow_hook)
+    assert seen == [1, 2, 3]
+    assert result.seconds < 0.3                          # the 0.9 s of the hook are left out
+    torch.manual_seed(0)
+    twin = EncoderDecoder(Seq2SeqEncoder(8, 4, 8, 1), Seq2SeqDecoder(8, 4, 8, 1))
+    plain = train_seq2seq(twin, batches, 0.01, 3, vocab, animate=False, show_progress=False)
+    assert plain.losses == result.losses                 # the hook does not change training
+
+
 # ----------------------------------------------------------------------------- greedy decoding
 
 SRC = Vocab([["i'm", "home", ".", "go", "i'm", "home", ".", "go"]])

@@ -250,7 +250,7 @@ def teacher_forcing_input(Y: torch.Tensor, bos: int) -> torch.Tensor:
 def train_seq2seq(model: nn.Module, data_iter, lr: float, num_epochs: int, tgt_vocab: Vocab,
                   device="cpu", *, clip_norm: float = 1.0, init_weights: bool = True,
                   animate: bool = True, show_progress: bool = True,
-                  num_threads: int | None = None) -> TrainResult:
+                  num_threads: int | None = None, on_epoch=None) -> TrainResult:
     """Train any encoder–decoder (see the module docstring) with teacher forcing.
 
     ``data_iter`` yields (X, X_valid_len, Y, Y_valid_len) batches as ``utils.data.load_data_nmt``
@@ -258,6 +258,8 @@ def train_seq2seq(model: nn.Module, data_iter, lr: float, num_epochs: int, tgt_v
     cross-entropy, gradient norm clipped at ``clip_norm``. A tqdm bar counts epochs and, with
     ``animate``, an ``Animator`` draws the loss live in Jupyter (``result.losses`` holds it
     anyway). ``num_threads`` sets torch's intra-op threads for the run (restored afterwards).
+    ``on_epoch(epoch, model)``, if given, runs after each epoch (1-based) outside the timed
+    part, e.g. to score the model on held-out sentences; the model is back in training mode after.
     """
     require_int("num_epochs", num_epochs)
     if not lr > 0:
@@ -309,6 +311,11 @@ def train_seq2seq(model: nn.Module, data_iter, lr: float, num_epochs: int, tgt_v
                 animator.add(epoch + 1, losses[-1])
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
+            if on_epoch is not None:
+                paused = time.perf_counter()
+                on_epoch(epoch + 1, model)
+                model.train()
+                start += time.perf_counter() - paused   # the hook's time is not training time
         seconds = time.perf_counter() - start
     finally:
         torch.set_num_threads(previous_threads)

@@ -6,7 +6,7 @@ Each benchmark also runs on its own: `python -m tests.benchmarks.bench_<name> --
 import subprocess
 import sys
 
-BENCHMARKS = ["bench_course", "bench_widgets", "bench_browser", "bench_training",
+BENCHMARKS = ["bench_course", "bench_widgets", "bench_browser", "bench_training", "bench_heldout",
               "bench_attention", "bench_grading"]
 
 
