@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from d2l_oracle import load_d2l
-from utils.pooling import (KERNELS, ParametricNadarayaWatson, average_pooling, kernel_weights,
+from utils.pooling import (KERNELS, ParametricNadarayaWatson, average_pooling,
+                           check_leave_one_out, check_query_rows, kernel_weights,
                            leave_one_out_curve, leave_one_out_error, leave_one_out_pairs,
                            make_regression_data, mean_squared_error, nadaraya_watson,
                            train_parametric, true_function, uncovered_queries)
@@ -261,3 +262,21 @@ def test_parametric_rejects_bad_input():
         train_parametric(torch.zeros(3), torch.zeros(3), epochs=0)
     with pytest.raises(ValueError, match="lr must be > 0"):
         train_parametric(torch.zeros(3), torch.zeros(3), lr=0.0)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: check_query_rows(torch.zeros(3), torch.zeros(3, 4), torch.zeros(3, 5)),
+     r"need queries \(m,\), keys \(m, n\), values \(m, n\); got \(3,\), \(3, 4\), \(3, 5\)"),
+    (lambda: check_query_rows(torch.zeros(2), torch.zeros(3, 4), torch.zeros(3, 4)),
+     "repeat the keys once per query"),
+    (lambda: check_leave_one_out(torch.zeros(1), torch.zeros(1)), r"n >= 2, got \(1,\)"),
+    (lambda: check_leave_one_out(torch.zeros(2, 2), torch.zeros(2, 2)), "must both have shape"),
+])
+def test_checks_the_lesson_cells_call_give_one_line_errors(call, message):
+    # The lesson shows ParametricNadarayaWatson and leave_one_out_pairs with their shape checks
+    # as one call each; the checks themselves live here.
+    with pytest.raises(ValueError, match=message) as info:
+        call()
+    assert "\n" not in str(info.value)
+    check_query_rows(torch.zeros(3), torch.zeros(3, 4), torch.zeros(3, 4))    # good shapes pass
+    check_leave_one_out(torch.zeros(2), torch.ones(2))

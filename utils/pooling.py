@@ -62,6 +62,21 @@ def _check_pairs(x_keys, y_values) -> tuple[torch.Tensor, torch.Tensor]:
     return x_keys, y_values
 
 
+def check_leave_one_out(x, y) -> None:
+    """Raise a one-line ValueError unless x and y are both (n,) with n >= 2."""
+    if x.dim() != 1 or x.shape != y.shape or len(x) < 2:
+        raise ValueError(f"x and y must both have shape (n,) with n >= 2, got {tuple(x.shape)} "
+                         f"and {tuple(y.shape)}; pass one target per training input")
+
+
+def check_query_rows(queries, keys, values) -> None:
+    """Raise a one-line ValueError unless queries are (m,) and keys, values are both (m, n)."""
+    if keys.shape != values.shape or keys.dim() != 2 or keys.shape[0] != queries.shape[0]:
+        raise ValueError(f"need queries (m,), keys (m, n), values (m, n); got "
+                         f"{tuple(queries.shape)}, {tuple(keys.shape)}, "
+                         f"{tuple(values.shape)}: repeat the keys once per query")
+
+
 # ----------------------------------------------------------------------------- data
 
 def true_function(x: torch.Tensor) -> torch.Tensor:
@@ -180,9 +195,7 @@ def nadaraya_watson(x_query, x_keys, y_values, sigma: float = 1.0,
 
 def leave_one_out_pairs(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """For each training point, the other n - 1 pairs: x (n,), y (n,) -> keys, values (n, n-1)."""
-    if x.dim() != 1 or x.shape != y.shape or len(x) < 2:
-        raise ValueError(f"x and y must both have shape (n,) with n >= 2, got {tuple(x.shape)} "
-                         f"and {tuple(y.shape)}; pass one target per training input")
+    check_leave_one_out(x, y)
     n = len(x)
     others = ~torch.eye(n, dtype=torch.bool)                      # (n, n), False on the diagonal
     keys = x.repeat(n, 1)[others].reshape(n, n - 1)               # (n, n-1) row i: all but x_i
@@ -205,10 +218,7 @@ class ParametricNadarayaWatson(nn.Module):
 
     def forward(self, queries, keys, values):
         # queries (m,), keys (m, n), values (m, n): each query has its own row of pairs
-        if keys.shape != values.shape or keys.dim() != 2 or keys.shape[0] != queries.shape[0]:
-            raise ValueError(f"need queries (m,), keys (m, n), values (m, n); got "
-                             f"{tuple(queries.shape)}, {tuple(keys.shape)}, "
-                             f"{tuple(values.shape)}: repeat the keys once per query")
+        check_query_rows(queries, keys, values)
         scores = -((queries[:, None] - keys) * self.w) ** 2 / 2   # (m, n)
         self.attention_weights = torch.softmax(scores, dim=1)     # (m, n)
         # (m, 1, n) bmm (m, n, 1) -> (m, 1, 1) -> (m,)
