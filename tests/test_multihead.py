@@ -3,8 +3,10 @@
 import pytest
 import torch
 
-from utils.multihead import (MultiHeadAttention, check_num_heads, divisors, key_padding_mask,
-                             merge_heads, multihead_cost, repeat_valid_lens, split_heads)
+from utils.multihead import (MultiHeadAttention, check_merge, check_multihead_inputs,
+                             check_num_heads, check_sequence_lens, check_split,
+                             check_torch_compatible, divisors, key_padding_mask, merge_heads,
+                             multihead_cost, repeat_valid_lens, split_heads)
 
 
 def test_divisors_and_head_check():
@@ -44,6 +46,49 @@ def test_reshaping_bad_input():
         split_heads(torch.randn(3, 10), 2)
     with pytest.raises(ValueError, match="is not batch·num_heads"):
         merge_heads(torch.randn(5, 3, 2), 2)
+    with pytest.raises(ValueError, match=r"merge_heads expects .* with h=2, got \(1, 3, 4, 2\)"):
+        merge_heads(torch.randn(1, 3, 4, 2), 2)
+    with pytest.raises(ValueError, match=r"merge_heads expects .*got \(6, 2\)"):
+        merge_heads(torch.randn(6, 2), 2)
+    with pytest.raises(ValueError, match="num_heads must be a positive integer, got 0"):
+        merge_heads(torch.randn(4, 3, 2), 0)
+
+
+# The lesson cells show split_heads, merge_heads, MultiHeadAttention, key_padding_mask and
+# to_torch_multihead with each check as one call; the checks live in the library.
+@pytest.mark.parametrize("call, message", [
+    (lambda: check_split(torch.randn(2, 3, 4, 5), 2), r"got \(2, 3, 4, 5\); give it three axes"),
+    (lambda: check_split(torch.randn(2, 3, 10), 4), r"choose one of its divisors: \[1, 2, 5, 10\]"),
+    (lambda: check_merge(torch.randn(5, 3, 2), 2), "pass the output of split_heads"),
+    (lambda: check_merge(torch.randn(1, 3, 4, 2), 2), "merge_heads expects"),
+    (lambda: check_sequence_lens(torch.tensor([[1, 2]]), 4), "one length per sequence"),
+    (lambda: check_sequence_lens(torch.tensor([5]), 4), "longer than the key axis"),
+    (lambda: check_multihead_inputs(MultiHeadAttention(12, 3), torch.randn(2, 4, 10),
+                                    torch.randn(2, 6, 12), torch.randn(2, 6, 12)),
+     "build it with query_size=10"),
+    (lambda: check_multihead_inputs(MultiHeadAttention(12, 3), torch.randn(2, 4, 12),
+                                    torch.randn(2, 6, 12), torch.randn(2, 6, 12),
+                                    torch.tensor([7, 2])),
+     "valid_lens 7 is longer"),
+    (lambda: check_torch_compatible(MultiHeadAttention(10, 2, query_size=7)),
+     "build ours without query_size"),
+])
+def test_checks_give_one_line_errors(call, message):
+    with pytest.raises(ValueError, match=message) as info:
+        call()
+    assert "\n" not in str(info.value)
+
+
+def test_checks_pass_good_input_through():
+    assert check_split(torch.randn(2, 3, 12), 4) == 3                       # head size
+    check_merge(torch.randn(8, 3, 3), 4)
+    check_merge(torch.randn(2, 4, 3, 3), 4)
+    assert check_sequence_lens([3, 0], 4).tolist() == [3, 0]
+    mha = MultiHeadAttention(12, 3)
+    q, k = torch.randn(2, 4, 12), torch.randn(2, 6, 12)
+    assert check_multihead_inputs(mha, q, k, k) is None
+    assert check_multihead_inputs(mha, q, k, k, torch.tensor([6, 2])).tolist() == [[6] * 4, [2] * 4]
+    check_torch_compatible(mha)
 
 
 def test_repeat_valid_lens_matches_split_heads_order():

@@ -20,6 +20,10 @@ Helpers: ``split_heads`` / ``merge_heads`` (the reshaping, shape by shape),
 ``repeat_valid_lens`` (one copy of the lengths per head), ``divisors``,
 ``multihead_cost`` (parameters and FLOPs versus heads), ``key_padding_mask`` and
 ``to_torch_multihead`` (the same layer as ``torch.nn.MultiheadAttention``).
+
+Checks (the lesson cells call them in one line; each raises a one-line ValueError that names the
+fix): ``check_num_heads``, ``check_split``, ``check_merge``, ``check_sequence_lens``,
+``check_multihead_inputs``, ``check_torch_compatible``.
 """
 
 import torch
@@ -49,16 +53,34 @@ def check_num_heads(num_hiddens: int, num_heads: int) -> int:
     return num_hiddens // num_heads
 
 
+def check_split(X: torch.Tensor, num_heads: int) -> int:
+    """Return the head size d for ``split_heads``, or raise unless X is (b, n, h·d)."""
+    if X.dim() != 3:
+        raise ValueError(f"split_heads expects (batch, steps, features), got {tuple(X.shape)}; "
+                         f"give it three axes (X[None] for one sequence)")
+    return check_num_heads(X.shape[-1], num_heads)
+
+
+def check_merge(X: torch.Tensor, num_heads: int) -> None:
+    """Raise unless X is a ``split_heads`` output: (b·h, n, d) or (b, h, n, d) with h=num_heads."""
+    if isinstance(num_heads, bool) or int(num_heads) != num_heads or num_heads < 1:
+        raise ValueError(f"num_heads must be a positive integer, got {num_heads}")
+    if X.dim() == 3 and X.shape[0] % num_heads:
+        raise ValueError(f"first axis {X.shape[0]} is not batch·num_heads for "
+                         f"num_heads={num_heads}; pass the output of split_heads")
+    if X.dim() not in (3, 4) or (X.dim() == 4 and X.shape[1] != num_heads):
+        raise ValueError(f"merge_heads expects (b·h, n, d) or (b, h, n, d) with h={num_heads}, "
+                         f"got {tuple(X.shape)}")
+
+
 def split_heads(X: torch.Tensor, num_heads: int, fold: bool = True) -> torch.Tensor:
     """Cut the feature axis into heads.
 
     X (b, n, h·d) -> (b, n, h, d) -> (b, h, n, d); with ``fold`` the head axis is folded into
     the batch: (b·h, n, d), row ``i·h + j`` being head j of sequence i.
     """
-    if X.dim() != 3:
-        raise ValueError(f"split_heads expects (batch, steps, features), got {tuple(X.shape)}")
-    b, n, features = X.shape
-    d = check_num_heads(features, num_heads)
+    d = check_split(X, num_heads)              # head size d = features / h
+    b, n, _ = X.shape
     X = X.reshape(b, n, num_heads, d)          # (b, n, h, d)
     X = X.permute(0, 2, 1, 3)                  # (b, h, n, d)
     return X.reshape(b * num_heads, n, d) if fold else X
@@ -66,17 +88,12 @@ def split_heads(X: torch.Tensor, num_heads: int, fold: bool = True) -> torch.Ten
 
 def merge_heads(X: torch.Tensor, num_heads: int) -> torch.Tensor:
     """Undo ``split_heads``: (b·h, n, d) or (b, h, n, d) -> (b, n, h·d)."""
-    if X.dim() == 3:
-        if X.shape[0] % num_heads:
-            raise ValueError(f"first axis {X.shape[0]} is not batch·num_heads for "
-                             f"num_heads={num_heads}; pass the output of split_heads")
-        X = X.reshape(-1, num_heads, X.shape[1], X.shape[2])     # (b, h, n, d)
-    elif X.dim() != 4 or X.shape[1] != num_heads:
-        raise ValueError(f"merge_heads expects (b·h, n, d) or (b, h, n, d) with h={num_heads}, "
-                         f"got {tuple(X.shape)}")
-    b, h, n, d = X.shape
+    check_merge(X, num_heads)
+    n, d = X.shape[-2:]
+    X = X.reshape(-1, num_heads, n, d)         # (b, h, n, d)
+    b = X.shape[0]
     X = X.permute(0, 2, 1, 3)                  # (b, n, h, d)
-    return X.reshape(b, n, h * d)              # (b, n, h·d)
+    return X.reshape(b, n, num_heads * d)      # (b, n, h·d)
 
 
 def repeat_valid_lens(valid_lens, num_heads: int):
@@ -87,13 +104,18 @@ def repeat_valid_lens(valid_lens, num_heads: int):
     return torch.as_tensor(valid_lens).repeat_interleave(num_heads, dim=0)
 
 
-def key_padding_mask(valid_lens, num_keys: int) -> torch.Tensor:
-    """(b,) lengths -> (b, num_keys) bool, True where a key is padding (PyTorch's convention)."""
+def check_sequence_lens(valid_lens, num_keys: int) -> torch.Tensor:
+    """One length per sequence, each in 0..num_keys, as a (b,) tensor; else a one-line error."""
     lens = torch.as_tensor(valid_lens)
     if lens.dim() != 1:
         raise ValueError(f"key_padding_mask takes one length per sequence, shape (batch,), got "
                          f"{tuple(lens.shape)}; per-query lengths need an attn_mask instead")
-    lens = check_valid_lens(lens, lens.shape[0], 1, num_keys)[:, 0]       # (b,)
+    return check_valid_lens(lens, lens.shape[0], 1, num_keys)[:, 0]       # (b,)
+
+
+def key_padding_mask(valid_lens, num_keys: int) -> torch.Tensor:
+    """(b,) lengths -> (b, num_keys) bool, True where a key is padding (PyTorch's convention)."""
+    lens = check_sequence_lens(valid_lens, num_keys)                       # (b,)
     return torch.arange(num_keys)[None, :] >= lens[:, None]                # (b, num_keys)
 
 
@@ -114,6 +136,22 @@ def multihead_cost(num_hiddens: int, num_heads: int, num_queries: int, num_keys:
             "score_entries": num_heads * num_queries * num_keys}
 
 
+def check_multihead_inputs(mha, queries, keys, values, valid_lens=None):
+    """Check shapes against the layer's projections; return valid_lens as (b, m) or None."""
+    check_attention_inputs(queries, keys, values)
+    for name, tensor, layer in (("query", queries, mha.W_q), ("key", keys, mha.W_k),
+                                ("value", values, mha.W_v)):
+        if tensor.shape[-1] != layer.in_features:
+            raise ValueError(f"this MultiHeadAttention expects {name} size "
+                             f"{layer.in_features} (last dimension), got "
+                             f"{tensor.shape[-1]}; build it with "
+                             f"{name}_size={tensor.shape[-1]}")
+    if valid_lens is None:
+        return None
+    (b, m, _), n = queries.shape, keys.shape[1]
+    return check_valid_lens(valid_lens, b, m, n)                           # (b, m)
+
+
 class MultiHeadAttention(nn.Module):
     """h heads, each attention(W_q^i q, W_k^i k, W_v^i v), concatenated and projected by W_o."""
 
@@ -130,21 +168,10 @@ class MultiHeadAttention(nn.Module):
         self.need_weights = True
         self.attention_weights = None          # (b, num_heads, m, n) after a forward with weights
 
-    def check_sizes(self, queries, keys, values) -> None:
-        check_attention_inputs(queries, keys, values)
-        for name, tensor, layer in (("query", queries, self.W_q), ("key", keys, self.W_k),
-                                    ("value", values, self.W_v)):
-            if tensor.shape[-1] != layer.in_features:
-                raise ValueError(f"this MultiHeadAttention expects {name} size "
-                                 f"{layer.in_features} (last dimension), got "
-                                 f"{tensor.shape[-1]}; build it with "
-                                 f"{name}_size={tensor.shape[-1]}")
-
     def forward(self, queries, keys, values, valid_lens=None, need_weights=None):
         """queries (b, m, q), keys (b, n, k), values (b, n, v) -> (b, m, num_hiddens)."""
-        self.check_sizes(queries, keys, values)
+        lens = check_multihead_inputs(self, queries, keys, values, valid_lens)  # None or (b, m)
         (b, m, _), n = queries.shape, keys.shape[1]
-        lens = None if valid_lens is None else check_valid_lens(valid_lens, b, m, n)  # (b, m)
         if need_weights is None:
             need_weights = self.need_weights
         h = self.num_heads
@@ -174,12 +201,17 @@ class MultiHeadAttention(nn.Module):
         return self.W_o(out.transpose(1, 2).reshape(b, m, -1))  # (b, m, num_hiddens)
 
 
-def to_torch_multihead(mha: MultiHeadAttention) -> nn.MultiheadAttention:
-    """A ``torch.nn.MultiheadAttention`` (batch_first=True) holding copies of our weights."""
+def check_torch_compatible(mha: MultiHeadAttention) -> None:
+    """Raise unless PyTorch's layer can hold our weights (it needs query size == num_hiddens)."""
     if mha.W_q.in_features != mha.num_hiddens:
         raise ValueError(f"torch.nn.MultiheadAttention needs query size == num_hiddens "
                          f"({mha.num_hiddens}), this layer has query_size={mha.W_q.in_features}; "
                          f"build ours without query_size to compare")
+
+
+def to_torch_multihead(mha: MultiHeadAttention) -> nn.MultiheadAttention:
+    """A ``torch.nn.MultiheadAttention`` (batch_first=True) holding copies of our weights."""
+    check_torch_compatible(mha)
     bias = mha.W_q.bias is not None
     torch_mha = nn.MultiheadAttention(mha.num_hiddens, mha.num_heads,
                                       dropout=mha.attention.dropout.p, bias=bias,
