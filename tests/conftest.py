@@ -16,12 +16,6 @@ ARTIFACTS = REPO / "tests" / "artifacts"
 SHARED_DATA = REPO.parent / "shared" / "data" / "fra-eng.txt"
 
 
-def pytest_collection_modifyitems(session, config, items):
-    """Run the training tests first: they train the lesson-4 and lesson-7 models for real and
-    leave them in the model cache, where the lessons (nbval) and browser tests then find them."""
-    items.sort(key=lambda item: not item.nodeid.startswith("tests/test_training_"))
-
-
 @pytest.fixture(scope="session")
 def shared_pairs_file() -> pathlib.Path:
     """Path of the shared eng-fra file; fails (not skips) when it is missing."""

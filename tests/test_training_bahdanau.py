@@ -1,8 +1,8 @@
 """A seeded run of the lesson's model with the book's settings, trained for real.
 
-The run never reads the model cache; it writes its result there (``refresh=True``), so the
-lesson and its browser test, which `make test` runs after this file, load it instead of
-training the same model again.
+The run neither reads nor writes the model cache (``use_cache=False``): the lessons load the
+shipped model of the same settings (``assets/models``), so they show the same translations on
+every machine, while this test checks that training reproduces the book's quality here.
 
 The book (Chinese edition, 10.4) reports loss 0.020 after 250 epochs and BLEU 1, 1, 0, 1 on
 the four sentences below. Its printed loss averages each sentence's token losses over all
@@ -24,7 +24,7 @@ SENTENCES = [("go .", "va !"), ("i lost .", "j'ai perdu ."), ("he's calm .", "il
 def trained(shared_pairs_file):
     config = BahdanauConfig()
     model, src_vocab, tgt_vocab, result, _, from_cache = train_or_load_bahdanau(
-        config, shared_pairs_file, refresh=True, animate=False, show_progress=False)
+        config, shared_pairs_file, use_cache=False, animate=False, show_progress=False)
     assert not from_cache
     print(f"\n{result.summary()}")
     return config, model, src_vocab, tgt_vocab, result

@@ -1,8 +1,8 @@
 """Training the lesson's Transformer with lesson 4's loop: the quality the lesson shows, asserted.
 
-Slow (about a minute per run on two idle cores): every run here trains from scratch. The runs
-never read the model cache but write to it (``refresh=True``), so the lesson and its browser
-test, which `make test` runs after this file, load these models instead of training them again.
+Slow (about two minutes on two idle cores): every run here trains from scratch and neither reads
+nor writes the model cache (``use_cache=False``); the lesson loads the shipped models of the same
+settings (``assets/models``), so it shows the same figures on every machine.
 """
 
 import dataclasses
@@ -12,15 +12,15 @@ import torch
 
 from utils.bleu import bleu
 from utils.seq2seq import greedy_translate
-from utils.transformer import TransformerConfig, attention_maps, train_or_load_transformer
-from utils.widgets.transformer import DEMO_CONFIG, TEST_PAIRS, causal_demo_runs
+from utils.transformer import (DEMO_CONFIG, TEST_PAIRS, TransformerConfig, attention_maps,
+                               causal_demo_runs, train_or_load_transformer)
 
 
 @pytest.fixture(scope="module")
 def trained(shared_pairs_file):
     config = TransformerConfig()
     model, src_vocab, tgt_vocab, result, _, from_cache = train_or_load_transformer(
-        config, shared_pairs_file, refresh=True, animate=False, show_progress=False)
+        config, shared_pairs_file, use_cache=False, animate=False, show_progress=False)
     assert not from_cache
     return config, model, src_vocab, tgt_vocab, result
 
@@ -50,7 +50,7 @@ def test_trained_attention_is_masked_and_aligned(trained):
 
 @pytest.mark.slow
 def test_without_the_causal_mask_the_loss_collapses_and_translation_fails(shared_pairs_file):
-    runs = causal_demo_runs(DEMO_CONFIG, path=shared_pairs_file, refresh=True)
+    runs = causal_demo_runs(DEMO_CONFIG, path=shared_pairs_file, use_cache=False)
     on, off = runs[True], runs[False]
     assert off["final_loss"] < 0.6 * on["final_loss"]
     assert off["future_share"] > 0.3 and on["future_share"] == 0.0

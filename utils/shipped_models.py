@@ -1,10 +1,12 @@
 """The trained translation models that ship under ``assets/models/``, and how to make them again.
 
-    python -m utils.shipped_models all            # retrain the three, about 5 minutes each
-    python -m utils.shipped_models transformer    # or one: bahdanau, no_attention, transformer
+    python -m utils.shipped_models all            # retrain all seven (about 20 minutes)
+    python -m utils.shipped_models transformer    # or one of them (see ``presets()``)
 
 Each model is trained on one CPU thread from its preset (``LESSON_BAHDANAU``,
-``LESSON_NO_ATTENTION``, ``LESSON_TRANSFORMER``) and the data file ``utils.data`` finds (the
+``LESSON_NO_ATTENTION``, ``LESSON_TRANSFORMER``, about 5 minutes each; the book's settings
+``BahdanauConfig()`` and ``TransformerConfig()``, about 2 minutes each; lesson 7's two
+causal-mask demo runs, seconds) and the data file ``utils.data`` finds (the
 course's shared file in tests and CI), then written as ``<kind>-<key>.pt``: ``key`` hashes the
 settings, the data, the code and torch versions, so a lesson loads a shipped model only when
 all of them match, and trains its own otherwise. ``SHA256SUMS`` lists the files' checksums.
@@ -24,18 +26,28 @@ CHECKSUMS = "SHA256SUMS"
 
 
 def presets() -> dict:
-    """name -> (cache kind, config, train function, versions)."""
+    """name -> (cache kind, config, train function, versions).
+
+    The lessons' main models, and the book-sized ones (600 pairs) that lessons 4 and 7 show
+    first, with the two 30-epoch runs of lesson 7's causal-mask demo: shipped too, so that every
+    machine shows the same translations (a model trained elsewhere differs by round-off).
+    """
     from utils import seq2seq, transformer
 
     bahdanau_versions = {"code_version": seq2seq.MODEL_CODE_VERSION}
-    return {
-        "bahdanau": ("bahdanau", seq2seq.LESSON_BAHDANAU, seq2seq.train_bahdanau,
-                     bahdanau_versions),
-        "no_attention": ("bahdanau", seq2seq.LESSON_NO_ATTENTION, seq2seq.train_bahdanau,
-                         bahdanau_versions),
-        "transformer": ("transformer", transformer.LESSON_TRANSFORMER,
-                        transformer.train_transformer, transformer.TRANSFORMER_VERSIONS),
+    bahdanau = ("bahdanau", seq2seq.train_bahdanau, bahdanau_versions)
+    tf = ("transformer", transformer.train_transformer, transformer.TRANSFORMER_VERSIONS)
+    table = {
+        "bahdanau": (bahdanau, seq2seq.LESSON_BAHDANAU),
+        "no_attention": (bahdanau, seq2seq.LESSON_NO_ATTENTION),
+        "transformer": (tf, transformer.LESSON_TRANSFORMER),
+        "book_bahdanau": (bahdanau, seq2seq.BahdanauConfig()),
+        "book_transformer": (tf, transformer.TransformerConfig()),
+        "causal_demo": (tf, dataclasses.replace(transformer.DEMO_CONFIG, causal=True)),
+        "no_causal_demo": (tf, dataclasses.replace(transformer.DEMO_CONFIG, causal=False)),
     }
+    return {name: (kind, config, train, versions)
+            for name, ((kind, train, versions), config) in table.items()}
 
 
 def shipped_file(name: str, path=None, folder: pathlib.Path = SHIPPED_DIR) -> pathlib.Path:

@@ -298,9 +298,9 @@ class TransformerConfig:
     dropout: float = 0.1
     lr: float = 0.005
     num_epochs: int = 200
-    # Seed 1, not 0: with seed 0 one of the four test sentences comes out as "il calme !"
-    # (mean BLEU 0.75); seed 1 translates all four as the book does (mean BLEU 1.000).
-    seed: int = 1
+    # The course's default seed, as everywhere; how much a 600-pair model depends on it is
+    # measured by tests/benchmarks/bench_seed_spread.py and quoted in lesson 7.
+    seed: int = 0
     min_freq: int = 2
     causal: bool = True
     # True: train only on the training side of the held-out split (utils.heldout), in batches
@@ -453,3 +453,44 @@ def teacher_forced_attention(model: Transformer, source: str, target: str, src_v
     model.train(was_training)
     weights = torch.stack([w[0] for w in model.decoder.attention_weights[0]])    # (L, H, T, T)
     return weights, inputs
+
+
+# ============================================================================ the causal-mask demo
+
+# The book's four test sentences and their reference translations.
+TEST_PAIRS = (("go .", "va !"), ("i lost .", "j'ai perdu ."), ("he's calm .", "il est calme ."),
+              ("i'm home .", "je suis chez moi ."))
+# Lesson 7's demo runs: the book-sized model and data, trained briefly, with and without the mask.
+DEMO_CONFIG = TransformerConfig(num_epochs=30)
+
+
+def causal_demo_summary(model, src_vocab, tgt_vocab, result, num_steps: int,
+                        pairs=TEST_PAIRS, probe=TEST_PAIRS[2]) -> dict:
+    """What one demo run shows: its loss curve, its greedy translations of ``pairs`` with BLEU,
+    and its decoder self-attention (mean over layers and heads) while reading ``probe``'s
+    reference translation, with the share of weight on future positions."""
+    from utils.bleu import bleu
+
+    translations = [greedy_translate(model, english, src_vocab, tgt_vocab, num_steps).text
+                    for english, _ in pairs]
+    scores = [bleu(text, french) for text, (_, french) in zip(translations, pairs)]
+    weights, inputs = teacher_forced_attention(model, *probe, src_vocab, tgt_vocab, num_steps)
+    return {"losses": list(result.losses), "final_loss": result.loss,
+            "translations": translations, "bleu": scores, "mean_bleu": sum(scores) / len(scores),
+            "attention": weights.mean(dim=(0, 1)).numpy(),                # (T, T)
+            "future_share": float(future_attention_share(weights).mean()),
+            "inputs": inputs, "pairs": list(pairs)}
+
+
+def causal_demo_runs(config: TransformerConfig = DEMO_CONFIG, path=None,
+                     use_cache: bool = True, refresh: bool = False) -> dict:
+    """{True: summary with the causal mask, False: without}, training (or loading) both runs."""
+    runs = {}
+    for causal in (True, False):
+        run_config = dataclasses.replace(config, causal=causal)
+        model, src_vocab, tgt_vocab, result, *_ = train_or_load_transformer(
+            run_config, path, use_cache=use_cache, refresh=refresh, animate=False,
+            show_progress=False)
+        runs[causal] = causal_demo_summary(model, src_vocab, tgt_vocab, result,
+                                           run_config.num_steps)
+    return runs

@@ -8,29 +8,23 @@
   self-attention on a reference translation, and the greedy translations with their BLEU.
 
 The numbers come from pure functions in ``utils.transformer`` (``attention_maps``,
-``teacher_forced_attention``, ``future_attention_share``) and ``causal_demo_summary`` below.
+``teacher_forced_attention``, ``future_attention_share``, ``causal_demo_summary``).
 """
 
-import dataclasses
 import html
 
 import ipywidgets as widgets
 import matplotlib
 import numpy as np
 
-from utils.bleu import bleu
-from utils.seq2seq import greedy_translate
-from utils.transformer import (TransformerConfig, attention_maps, future_attention_share,
-                               teacher_forced_attention, train_or_load_transformer)
+# The demo's data and computations live in utils.transformer (re-exported here for lessons).
+from utils.transformer import (DEMO_CONFIG, TEST_PAIRS, TransformerConfig,  # noqa: F401
+                               attention_maps, causal_demo_runs, causal_demo_summary,
+                               train_or_load_transformer)
 from utils.widgets.base import BlittedExplorer
 
-# The book's four test sentences and their reference translations.
-TEST_PAIRS = (("go .", "va !"), ("i lost .", "j'ai perdu ."), ("he's calm .", "il est calme ."),
-              ("i'm home .", "je suis chez moi ."))
 ATTENTION_KINDS = {"encoder self-attention": "encoder", "decoder self-attention": "decoder_self",
                    "encoder–decoder attention": "cross"}
-# The demo runs: the lesson's model and data, trained briefly (a few seconds each).
-DEMO_CONFIG = TransformerConfig(num_epochs=30)
 
 
 # ----------------------------------------------------------------------------- pure functions
@@ -55,36 +49,6 @@ def pick_heatmap(maps, kind: str, layer: int, head: int, size: int) -> dict:
     rows = maps.source_tokens if kind == "encoder" else steps
     cols = maps.decoder_inputs if kind == "decoder_self" else maps.source_tokens
     return {"matrix": matrix, "picture": picture, "rows": list(rows), "cols": list(cols)}
-
-
-def causal_demo_summary(model, src_vocab, tgt_vocab, result, num_steps: int,
-                        pairs=TEST_PAIRS, probe=TEST_PAIRS[2]) -> dict:
-    """What one demo run shows: its loss curve, its greedy translations of ``pairs`` with BLEU,
-    and its decoder self-attention (mean over layers and heads) while reading ``probe``'s
-    reference translation, with the share of weight on future positions."""
-    translations = [greedy_translate(model, english, src_vocab, tgt_vocab, num_steps).text
-                    for english, _ in pairs]
-    scores = [bleu(text, french) for text, (_, french) in zip(translations, pairs)]
-    weights, inputs = teacher_forced_attention(model, *probe, src_vocab, tgt_vocab, num_steps)
-    return {"losses": list(result.losses), "final_loss": result.loss,
-            "translations": translations, "bleu": scores, "mean_bleu": float(np.mean(scores)),
-            "attention": weights.mean(dim=(0, 1)).numpy(),                # (T, T)
-            "future_share": float(future_attention_share(weights).mean()),
-            "inputs": inputs, "pairs": list(pairs)}
-
-
-def causal_demo_runs(config: TransformerConfig = DEMO_CONFIG, path=None,
-                     use_cache: bool = True, refresh: bool = False) -> dict:
-    """{True: summary with the causal mask, False: without}, training (or loading) both runs."""
-    runs = {}
-    for causal in (True, False):
-        run_config = dataclasses.replace(config, causal=causal)
-        model, src_vocab, tgt_vocab, result, *_ = train_or_load_transformer(
-            run_config, path, use_cache=use_cache, refresh=refresh, animate=False,
-            show_progress=False)
-        runs[causal] = causal_demo_summary(model, src_vocab, tgt_vocab, result,
-                                           run_config.num_steps)
-    return runs
 
 
 # ----------------------------------------------------------------------------- explorers
