@@ -38,17 +38,35 @@ $(STAMP): pyproject.toml
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters $(LAB_ARGS)
 
-# After the whole suite, the lessons run once more under strict nbval on torch's generic CPU
-# kernels and one thread: a committed output that holds only with this machine's SIMD kernels
-# (AVX-512 here, AVX2 elsewhere) or thread count fails here, not on a student's machine.
-# Skipped when ARGS selects tests.
+# `make test` runs two lanes at once, one per core (GNU make and bash only, no extra tool):
+# - lane 1: every unit, parity, grading and browser test, and the lessons under strict nbval;
+# - lane 2: the lessons once more under strict nbval on torch's generic CPU kernels and one
+#   thread, so an output that holds only with this machine's SIMD kernels (AVX-512 here, AVX2
+#   elsewhere) or thread count fails here, not on a student's machine; then the training tests
+#   (they train the book-sized models from scratch, one thread each).
+# Lane 2 writes to tests/artifacts/lane2.log, printed when both lanes are done; make test fails
+# if either lane fails. With ARGS, only the selected tests run, in one lane.
 OTHER_CPU := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+TRAINING_TESTS := tests/test_training_bahdanau.py tests/test_training_transformer.py
+LANE2_LOG := tests/artifacts/lane2.log
 
 test: $(STAMP)
-	$(BIN)/python -m pytest tests chapters/*/lesson.ipynb $(NBVAL_FLAGS) $(ARGS)
 ifeq ($(strip $(ARGS)),)
-	@echo "== the lessons again on torch's generic CPU kernels, one thread ($(OTHER_CPU)) =="
-	$(OTHER_CPU) $(BIN)/python -m pytest chapters/*/lesson.ipynb $(NBVAL_FLAGS) -p no:cacheprovider
+	@mkdir -p tests/artifacts
+	@echo "== lane 2 in the background (log: $(LANE2_LOG)): lessons on generic kernels, one thread; training tests =="
+	@( $(OTHER_CPU) $(BIN)/python -m pytest chapters/*/lesson.ipynb $(NBVAL_FLAGS) -p no:cacheprovider; \
+	   first=$$?; OMP_NUM_THREADS=1 $(BIN)/python -m pytest $(TRAINING_TESTS) -p no:cacheprovider; \
+	   second=$$?; [ $$first -eq 0 ] && [ $$second -eq 0 ] ) > $(LANE2_LOG) 2>&1 & lane2=$$!; \
+	trap 'pkill -P $$lane2; kill $$lane2 2>/dev/null; exit 130' INT TERM; \
+	echo "== lane 1: every other test, and the lessons under strict nbval =="; \
+	$(BIN)/python -m pytest tests chapters/*/lesson.ipynb $(NBVAL_FLAGS) \
+	    $(foreach t,$(TRAINING_TESTS),--ignore=$(t)); lane1=$$?; \
+	wait $$lane2; lane2=$$?; \
+	echo "== lane 2 output =="; cat $(LANE2_LOG); \
+	echo "== exit status: lane 1 $$lane1, lane 2 $$lane2 =="; \
+	[ $$lane1 -eq 0 ] && [ $$lane2 -eq 0 ]
+else
+	$(BIN)/python -m pytest tests chapters/*/lesson.ipynb $(NBVAL_FLAGS) $(ARGS)
 endif
 
 # The benchmarks of the README's "Performance" table (scripts that print figures, not tests).
