@@ -5,9 +5,11 @@ import math
 import pytest
 import torch
 
-from utils.positional import (PositionalEncoding, binary_table, encode_positions,
-                              encoding_similarity, offset_similarity, positional_encoding_table,
-                              relative_shift_matrix, sinusoid_frequencies)
+from utils.positional import (PositionalEncoding, binary_table, check_embeddings,
+                              check_encoding_layer, check_num_positions, check_positions,
+                              encode_positions, encoding_similarity, offset_similarity,
+                              positional_encoding_table, relative_shift_matrix,
+                              sinusoid_frequencies)
 
 
 def test_table_entries_follow_the_formula_written_out_by_hand():
@@ -153,3 +155,32 @@ def test_bad_input_gives_one_line_error(make, message):
     with pytest.raises(ValueError, match=message) as info:
         make()
     assert "\n" not in str(info.value)
+
+
+# The lesson shows encode_positions, positional_encoding_table and PositionalEncoding with each
+# check as one call; the checks live in the library and keep the one-line, fix-naming errors.
+@pytest.mark.parametrize("call, message", [
+    (lambda: check_positions([[0, 1]]), r"positions must be a 1-D sequence.*torch\.arange\(n\)"),
+    (lambda: check_num_positions(0), r"num_positions must be a positive integer, got 0; pass"),
+    (lambda: check_num_positions(2.0), r"num_positions must be a positive integer, got 2\.0"),
+    (lambda: check_encoding_layer(7, 0.0, 10), r"positive even integer.*use e\.g\. 8"),
+    (lambda: check_encoding_layer(8, 0.0, True),
+     r"max_len must be a positive integer.*max_len=1000"),
+    (lambda: check_encoding_layer(8, -0.1, 10), r"dropout must lie in \[0, 1\).*dropout=0\.1"),
+    (lambda: check_embeddings([1.0], 8, 10), r"X must have shape \(batch, steps, 8\), got list"),
+    (lambda: check_embeddings(torch.zeros(1, 3, 6), 8, 10),
+     r"build PositionalEncoding\(6, \.\.\.\)"),
+    (lambda: check_embeddings(torch.zeros(1, 11, 8), 8, 10), r"max_len=11\) or more"),
+])
+def test_checks_give_one_line_errors_that_name_the_fix(call, message):
+    with pytest.raises(ValueError, match=message) as info:
+        call()
+    assert "\n" not in str(info.value)
+
+
+def test_checks_pass_good_input_through():
+    positions = check_positions([0, 1.5, 3])
+    assert positions.dtype == torch.float64 and positions.tolist() == [0.0, 1.5, 3.0]
+    assert check_num_positions(5) == 5
+    check_encoding_layer(8, 0.1, 10)
+    check_embeddings(torch.zeros(2, 10, 8), 8, 10)                      # steps == max_len is fine

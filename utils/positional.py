@@ -12,6 +12,10 @@ Row ``i`` of the table, column pair ``(2j, 2j+1)``, holds
 - ``binary_table(num_positions, bits)``           -> (num_positions, bits) the binary analogy
 - ``PositionalEncoding(num_hiddens, dropout, max_len, base)``: nn.Module, X + P[:, :n] then dropout.
 
+Argument checks live in ``check_*`` functions (one-line ValueErrors that name the fix), so the
+functions above read as the mathematics: ``check_encoding_dim``, ``check_base``,
+``check_positions``, ``check_num_positions``, ``check_encoding_layer``, ``check_embeddings``.
+
 Angles are computed in float64 (``i * w_j`` reaches ~1000 rad, where float32 loses ~1e-4) and
 the results are returned in ``dtype`` (float32 unless asked otherwise).
 """
@@ -44,6 +48,48 @@ def check_base(base) -> float:
     return float(base)
 
 
+def check_positions(positions) -> torch.Tensor:
+    """Return ``positions`` as a float64 tensor of shape (n,), or raise unless it is 1-D."""
+    positions = torch.as_tensor(positions, dtype=torch.float64)
+    if positions.dim() != 1:
+        raise ValueError(f"positions must be a 1-D sequence, got shape {tuple(positions.shape)}; "
+                         f"flatten it or pass torch.arange(n)")
+    return positions
+
+
+def check_num_positions(num_positions) -> int:
+    """Return ``num_positions``, or raise unless it is a positive int."""
+    if isinstance(num_positions, bool) or not isinstance(num_positions, int) or num_positions < 1:
+        raise ValueError(f"num_positions must be a positive integer, got {num_positions!r}; "
+                         f"pass e.g. num_positions=60")
+    return num_positions
+
+
+def check_encoding_layer(num_hiddens, dropout, max_len) -> None:
+    """The arguments of ``PositionalEncoding``: even width, dropout in [0, 1), max_len >= 1."""
+    check_encoding_dim(num_hiddens)
+    if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
+        raise ValueError(f"max_len must be a positive integer, got {max_len!r}; "
+                         f"pass at least the longest sequence length, e.g. max_len=1000")
+    if not 0.0 <= float(dropout) < 1.0:
+        raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}; pass e.g. dropout=0.1")
+
+
+def check_embeddings(X, num_hiddens: int, max_len: int) -> None:
+    """Raise unless X is (batch, steps, num_hiddens) with steps <= max_len."""
+    if not isinstance(X, torch.Tensor) or X.dim() != 3:
+        shape = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
+        raise ValueError(f"X must have shape (batch, steps, {num_hiddens}), got {shape}; "
+                         f"add a batch axis with X[None]")
+    steps, dim = X.shape[1], X.shape[2]
+    if dim != num_hiddens:
+        raise ValueError(f"X has {dim} features but the encoding has num_hiddens="
+                         f"{num_hiddens}; build PositionalEncoding({dim}, ...)")
+    if steps > max_len:
+        raise ValueError(f"sequence of {steps} steps is longer than max_len={max_len}; "
+                         f"build PositionalEncoding(..., max_len={steps}) or more")
+
+
 def sinusoid_frequencies(dim: int, base: float = DEFAULT_BASE) -> torch.Tensor:
     """Frequencies w_j = 1 / base**(2j / dim) for j = 0 .. dim/2 - 1, float64, shape (dim/2,)."""
     dim, base = check_encoding_dim(dim), check_base(base)
@@ -57,10 +103,7 @@ def encode_positions(positions, dim: int, base: float = DEFAULT_BASE,
 
     positions: (n,) -> (n, dim); even columns sin(i * w_j), odd columns cos(i * w_j).
     """
-    positions = torch.as_tensor(positions, dtype=torch.float64)
-    if positions.dim() != 1:
-        raise ValueError(f"positions must be a 1-D sequence, got shape {tuple(positions.shape)}; "
-                         f"flatten it or pass torch.arange(n)")
+    positions = check_positions(positions)                                    # (n,) float64
     angles = positions[:, None] * sinusoid_frequencies(dim, base)[None, :]   # (n, dim/2)
     table = torch.empty(positions.shape[0], dim, dtype=torch.float64)        # (n, dim)
     table[:, 0::2] = torch.sin(angles)
@@ -71,9 +114,8 @@ def encode_positions(positions, dim: int, base: float = DEFAULT_BASE,
 def positional_encoding_table(num_positions: int, dim: int, base: float = DEFAULT_BASE,
                               dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """The table P for positions 0 .. num_positions - 1, shape (num_positions, dim)."""
-    if isinstance(num_positions, bool) or not isinstance(num_positions, int) or num_positions < 1:
-        raise ValueError(f"num_positions must be a positive integer, got {num_positions!r}")
-    return encode_positions(torch.arange(num_positions), dim, base, dtype)
+    positions = torch.arange(check_num_positions(num_positions))          # 0, 1, ..., n - 1
+    return encode_positions(positions, dim, base, dtype)
 
 
 def relative_shift_matrix(delta: float, dim: int, base: float = DEFAULT_BASE,
@@ -135,29 +177,15 @@ class PositionalEncoding(nn.Module):
     def __init__(self, num_hiddens: int, dropout: float = 0.0, max_len: int = 1000,
                  base: float = DEFAULT_BASE):
         super().__init__()
-        check_encoding_dim(num_hiddens)
-        if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
-            raise ValueError(f"max_len must be a positive integer, got {max_len!r}")
-        if not 0.0 <= float(dropout) < 1.0:
-            raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}")
+        check_encoding_layer(num_hiddens, dropout, max_len)
         self.num_hiddens, self.max_len, self.base = num_hiddens, max_len, float(base)
         self.dropout = nn.Dropout(float(dropout))
         table = positional_encoding_table(max_len, num_hiddens, base)          # (max_len, d)
         self.register_buffer("P", table[None], persistent=False)               # (1, max_len, d)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        if not isinstance(X, torch.Tensor) or X.dim() != 3:
-            shape = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
-            raise ValueError(f"X must have shape (batch, steps, {self.num_hiddens}), got {shape}; "
-                             f"add a batch axis with X[None]")
-        steps, dim = X.shape[1], X.shape[2]
-        if dim != self.num_hiddens:
-            raise ValueError(f"X has {dim} features but the encoding has num_hiddens="
-                             f"{self.num_hiddens}; build PositionalEncoding({dim}, ...)")
-        if steps > self.max_len:
-            raise ValueError(f"sequence of {steps} steps is longer than max_len={self.max_len}; "
-                             f"build PositionalEncoding(..., max_len={steps}) or more")
-        X = X + self.P[:, :steps, :].to(X.dtype)                                # (batch, n, d)
+        check_embeddings(X, self.num_hiddens, self.max_len)                    # (batch, n, d)
+        X = X + self.P[:, :X.shape[1], :].to(X.dtype)                           # first n rows of P
         return self.dropout(X)
 
     def extra_repr(self) -> str:
