@@ -117,15 +117,19 @@ def test_curves_are_cached_per_kernel_and_size(explorer):
     assert set(explorer._loo_cache) == {("gaussian", 50), ("gaussian", 60)}
 
 
-def test_sigma_tick_is_fast(shared):
-    # Budget: 50 ms per update (compute + draw; the PNG is rendered by Jupyter afterwards).
-    # Median over several ticks; asserted with margin because CI machines are noisy.
-    times = []
+def test_sigma_tick_updates_in_place_without_recomputing_the_curve(shared):
+    # The 50 ms budget per tick is measured by tests/benchmarks/bench_widgets.py (a timed test
+    # would flake on a busy machine); here: what a tick must not do to stay within it.
+    artists = (shared.image, shared.points, shared.loo_line)
+    cached = dict(shared._loo_cache)
+    pictures = []
     for k in range(9):
-        start = time.perf_counter()
         shared.controls["sigma"].value = 10 ** (-1.5 + 0.1 * k)
-        times.append(time.perf_counter() - start)
-    assert float(np.median(times)) < 0.1, f"median update {np.median(times) * 1000:.0f} ms"
+        pictures.append(np.array(shared.image.get_array()))
+    assert (shared.image, shared.points, shared.loo_line) == artists     # updated, not redrawn
+    assert shared._loo_cache.keys() == cached.keys()                    # no new curve computed
+    assert all(shared._loo_cache[key] is cached[key] for key in cached)
+    assert not np.allclose(pictures[0], pictures[-1])                    # the weights did change
 
 
 def test_rejects_values_off_the_sliders():
