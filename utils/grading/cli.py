@@ -4,7 +4,7 @@
     collect    copy a folder of submissions into <course>/submitted/ and the gradebook
     autograde  run every submission in a sandbox, tests outside it, in parallel
     feedback   HTML per student, without the code of hidden tests
-    export     CSV, one row per student, one column per graded cell, total
+    export     CSV, one row per student: per graded cell (nbgrader), or for Canvas or Moodle
     init       only write <course>/nbgrader_config.py
     lab        open JupyterLab in the course directory (formgrader: manual grading)
 """
@@ -87,9 +87,18 @@ def build_parser() -> argparse.ArgumentParser:
     feedback.set_defaults(run=cmd_feedback)
 
     export = commands.add_parser("export", parents=[common],
-                                 help="CSV of scores per graded cell and total")
+                                 help="CSV of scores per graded cell and total, or for an LMS")
     export.add_argument("--chapter", default="all", help=chapter_help + " (default all)")
-    export.add_argument("--to", help="CSV path (default <course>/grades.csv)")
+    export.add_argument("--format", default="nbgrader",
+                        help="nbgrader (default: one column per graded cell), canvas (gradebook "
+                             "import CSV) or moodle (grade import CSV); one column per chapter "
+                             "for canvas and moodle")
+    export.add_argument("--to", help="CSV path (default <course>/grades.csv, or "
+                        "grades-canvas.csv, grades-moodle.csv)")
+    export.add_argument("--canvas-id-column", help="Canvas column the student id fills: "
+                        "'SIS User ID' (default), 'SIS Login ID' or 'ID'")
+    export.add_argument("--moodle-id-column", help="Moodle identifier column holding the "
+                        "student id: 'ID number' (default), 'Username' or 'Email address'")
     export.set_defaults(run=cmd_export)
 
     lab = commands.add_parser("lab", parents=[common],
@@ -230,15 +239,43 @@ def cmd_feedback(args) -> int:
 
 def cmd_export(args) -> int:
     from nbgrader.api import Gradebook
-    from utils.grading.export import grade_table, write_csv
+    from utils.grading import export as export_mod
 
+    fmt = export_mod.choose(args.format, {f: () for f in export_mod.FORMATS}, "--format")
+    for option, value, applies in [("--canvas-id-column", args.canvas_id_column, "canvas"),
+                                   ("--moodle-id-column", args.moodle_id_column, "moodle")]:
+        if value is not None and fmt != applies:
+            raise ValueError(f"{option} only applies to --format {applies}; drop it or add "
+                             f"--format {applies}")
     settings = _settings(args)
     names = None if args.chapter == "all" else course_mod.assignment_names(args.chapter)
     with Gradebook(settings.db_url, settings.course_id) as gradebook:
-        header, rows = grade_table(gradebook, names, course_dir=settings.course_dir)
-    path = write_csv(pathlib.Path(args.to) if args.to else settings.course_dir / "grades.csv",
-                     header, rows)
-    print(f"wrote {len(rows)} student row(s) to {path}")
+        if fmt == "nbgrader":
+            header, rows = export_mod.grade_table(gradebook, names,
+                                                  course_dir=settings.course_dir)
+        else:
+            totals = export_mod.assignment_totals(gradebook, names)
+    if fmt == "canvas":
+        header, rows = export_mod.canvas_table(totals, args.canvas_id_column or "SIS User ID")
+    elif fmt == "moodle":
+        header, rows = export_mod.moodle_table(totals, args.moodle_id_column or "ID number")
+    default = "grades.csv" if fmt == "nbgrader" else f"grades-{fmt}.csv"
+    path = export_mod.write_csv(pathlib.Path(args.to) if args.to
+                                else settings.course_dir / default, header, rows)
+    if fmt == "nbgrader":
+        print(f"wrote {len(rows)} student row(s) to {path}")
+        return 0
+    missing = totals.missing()
+    print(f"wrote {len(totals.students)} student row(s) for {len(totals.assignments)} "
+          f"assignment(s) to {path} ({fmt}); {len(missing)} missing submission(s) scored 0")
+    ungraded = [f"{student}/{name}" for student, name in missing
+                if (settings.course_dir / "submitted" / student / name).is_dir()]
+    if ungraded:
+        print(f"WARNING: collected but not autograded, exported as missing (run python -m "
+              f"utils.grading autograde): {', '.join(ungraded)}", file=sys.stderr)
+    if totals.waiting:
+        print(f"WARNING: {totals.waiting} graded cell(s) still wait for manual grading and "
+              f"count as 0 (grade them in the formgrader, then export again)", file=sys.stderr)
     return 0
 
 
