@@ -16,6 +16,16 @@ ARTIFACTS = REPO / "tests" / "artifacts"
 SHARED_DATA = REPO.parent / "shared" / "data" / "fra-eng.txt"
 
 
+def pytest_configure(config):
+    """Every test session gets a course cache of its own (models, downloaded data), inherited by
+    the notebook kernels nbval and JupyterLab start: no test reads or writes the user's
+    ``~/.cache/attention-course``, and no test depends on what an earlier run left there."""
+    if "ATTENTION_COURSE_CACHE" not in os.environ:
+        import tempfile
+
+        os.environ["ATTENTION_COURSE_CACHE"] = tempfile.mkdtemp(prefix="attention-course-cache-")
+
+
 @pytest.fixture(scope="session")
 def shared_pairs_file() -> pathlib.Path:
     """Path of the shared eng-fra file; fails (not skips) when it is missing."""

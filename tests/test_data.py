@@ -85,6 +85,7 @@ def zip_server():
 def isolated_env(monkeypatch, tmp_path):
     """Empty cache under tmp_path, no data env var, downloads pointed at a closed local port."""
     monkeypatch.delenv(data.DATA_ENV_VAR, raising=False)
+    monkeypatch.delenv("ATTENTION_COURSE_CACHE", raising=False)   # the XDG rules are tested here
     monkeypatch.setenv(data.URL_ENV_VAR, closed_port_url())
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -324,6 +325,13 @@ def test_explicit_path_beats_env_var_beats_cache(tmp_path, monkeypatch, isolated
     monkeypatch.delenv(data.DATA_ENV_VAR)
     assert find_data_file() == cached
     assert read_pairs() == [("cache .", "cache .")]
+
+
+def test_course_cache_variable_wins_over_xdg(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_COURSE_CACHE", str(tmp_path / "own"))
+    cached = write(tmp_path / "own" / "fra.txt", "Own .\tPropre .\n")
+    assert data.cache_dir() == tmp_path / "own"
+    assert find_data_file() == cached
 
 
 def test_cache_falls_back_to_home_dot_cache(tmp_path, monkeypatch):

@@ -26,7 +26,7 @@ from conftest import REPO
 @pytest.fixture(autouse=True)
 def empty_user_cache(tmp_path, monkeypatch):
     """A cache of our own: the models must come from assets/, not from an earlier run."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("ATTENTION_COURSE_CACHE", str(tmp_path / "cache"))
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,8 @@ Where the data comes from (first match wins, see ``find_data_file``):
 1. an explicit ``path`` argument;
 2. the environment variable ``ATTENTION_COURSE_DATA`` (path of a ``fra-eng.txt``/``fra.txt``);
 3. the user cache: ``$XDG_CACHE_HOME/attention-course/fra.txt``
-   (``~/.cache/attention-course/fra.txt`` when ``XDG_CACHE_HOME`` is unset);
+   (``~/.cache/attention-course/fra.txt`` when ``XDG_CACHE_HOME`` is unset; the folder is
+   ``$ATTENTION_COURSE_CACHE`` instead when that is set, see ``cache_dir``);
 4. a download of the public archive ``fra-eng.zip`` used by Dive into Deep Learning. Its sha1 is
    checked before anything is extracted; ``fra-eng/fra.txt`` is then extracted into the cache.
    The URL can be changed with the ``url`` argument or ``ATTENTION_COURSE_DATA_URL``.
@@ -58,7 +59,12 @@ _PUNCTUATION = frozenset(",.!?")
 # --------------------------------------------------------------------------- finding the file
 
 def cache_dir() -> pathlib.Path:
-    """The course's cache folder: ``$XDG_CACHE_HOME/attention-course`` or ``~/.cache/attention-course``."""
+    """The course's cache folder: ``$ATTENTION_COURSE_CACHE`` if set (the tests set it to a
+    folder of their own), else ``$XDG_CACHE_HOME/attention-course`` or
+    ``~/.cache/attention-course``."""
+    own = os.environ.get("ATTENTION_COURSE_CACHE")
+    if own:
+        return pathlib.Path(own)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return pathlib.Path(base) / CACHE_SUBDIR
 

@@ -2,8 +2,9 @@
 
 A model is stored as ``<course cache>/models/<kind>-<key>.pt`` (``~/.cache/attention-course``
 by default), where ``key`` hashes everything that decides its weights: the settings, the
-training pairs, the model code's version and torch's version. Tests never read this cache: they
-train for real (``use_cache=False`` or their own functions).
+training pairs, the model code's version and torch's version. Tests never touch the user's
+cache: every test session gets a folder of its own (``ATTENTION_COURSE_CACHE``, set by
+``tests/conftest.py``), and the training tests train for real (``use_cache=False``).
 """
 
 from __future__ import annotations
