@@ -24,6 +24,17 @@ def pytest_configure(config):
         import tempfile
 
         os.environ["ATTENTION_COURSE_CACHE"] = tempfile.mkdtemp(prefix="attention-course-cache-")
+        config._own_course_cache = os.environ["ATTENTION_COURSE_CACHE"]
+
+
+def pytest_unconfigure(config):
+    """Remove the session's own course cache."""
+    own = getattr(config, "_own_course_cache", None)
+    if own:
+        import shutil
+
+        shutil.rmtree(own, ignore_errors=True)
+        os.environ.pop("ATTENTION_COURSE_CACHE", None)
 
 
 @pytest.fixture(scope="session")
