@@ -153,6 +153,9 @@ class DecoderOnlyLM(nn.Module):
         self.config = config
         d = config.num_hiddens
         self.embedding = nn.Embedding(config.vocab_size, d)
+        # Entries ~N(0, 1/d), so embedding × √d has unit scale, like the encoding's sin and cos
+        # (PyTorch's default N(0, 1) would drown the positions, which a previous-token head needs).
+        nn.init.normal_(self.embedding.weight, std=d ** -0.5)
         self.pos_encoding = PositionalEncoding(d, config.dropout, config.max_len)
         self.blks = nn.ModuleList(DecoderOnlyBlock(d, config.ffn_num_hiddens, config.num_heads,
                                                    config.dropout, config.use_bias,
