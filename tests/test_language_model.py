@@ -325,7 +325,7 @@ def test_a_short_induction_run_learns_to_copy():
     assert len(run.losses) == 150 and [c.step for c in run.checkpoints] == [0, 75, 150]
     start, end = run.checkpoints[0], run.checkpoints[-1]
     assert abs(start.second_copy_loss - start.first_copy_loss) < 0.3
-    assert end.second_copy_loss < end.first_copy_loss - 1.0
+    assert end.second_copy_loss < end.first_copy_loss - 0.5                  # 1.5 at seed 0
     assert end.attention.shape == (2, 2, 12, 12)
     again = train_induction(config, steps=3, block_len=6, min_block_len=None, seed=0,
                             lr=1e-2, num_checkpoints=2, num_threads=1)
