@@ -206,7 +206,7 @@ def test_no_network_and_no_leftover_processes(graded):
     ("output_flood", "wrote more than 8 MB of output"),
     ("slow_hidden_case", "restarted 1 time(s)"),
     ("broken_json", "not valid notebook JSON"),
-    ("cells_retyped", "answer cell tie_query was changed from code to raw"),
+    ("cells_retyped", "answer cell query_for_weights was changed from code to raw"),
     ("cells_shuffled", "test cell test_scaled_scores was missing"),
 ])
 def test_stopped_work_has_a_readable_reason(graded, student, reason):

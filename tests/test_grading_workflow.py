@@ -22,9 +22,9 @@ from conftest import CHAPTERS, REPO
 
 ASSIGNMENT = "01_attention_cues"
 INSTRUCTOR_NB = CHAPTERS / ASSIGNMENT / "exercises.ipynb"
-# Points per graded cell, by hand from the exercise design (2 + 3 + 2 + 1 autograded, 2 written).
+# Points per graded cell, by hand from the exercise design (2 + 3 + 2 + 2 autograded, 2 written).
 POINTS = {"test_scaled_scores": 2, "test_attention_weights": 3, "test_attend": 2,
-          "test_tie_query": 1, "why_sqrt_d": 2}
+          "test_query_for_weights": 2, "why_sqrt_d": 2}
 
 # --- answers the synthetic students type into the answer cells ---------------------------------
 GOOD = {
@@ -40,7 +40,17 @@ GOOD = {
         "def attend(queries, keys, values, temperature=1.0):\n"
         "    w = attention_weights(queries, keys, temperature)\n"
         "    return torch.bmm(w, values), w\n"),
-    "tie_query": "tie_query = torch.tensor([5.0, 5.0, 0.0])\n",
+    "query_for_weights": (
+        "def query_for_weights(keys, weights, temperature=1.0):\n"
+        "    n, d = keys.shape\n"
+        "    if temperature <= 0:\n"
+        "        raise ValueError('temperature must be positive')\n"
+        "    if (weights <= 0).any() or abs(weights.sum().item() - 1) > 1e-4:\n"
+        "        raise ValueError('weights must be positive and sum to 1')\n"
+        "    if torch.linalg.matrix_rank(keys) < n:\n"
+        "        raise ValueError('keys must be linearly independent')\n"
+        "    b = torch.log(weights) * d ** 0.5 * temperature\n"
+        "    return torch.linalg.lstsq(keys, b[:, None]).solution[:, 0]\n"),
     "why_sqrt_d": "The variance of q.k grows with d, so the softmax saturates; dividing helps.",
 }
 WRONG = {
@@ -54,7 +64,9 @@ WRONG = {
         "def attend(queries, keys, values, temperature=1.0):\n"
         "    w = torch.exp(scaled_scores(queries, keys) / temperature)\n"
         "    return w @ values, w\n"),
-    "tie_query": "tie_query = torch.tensor([10.0, 9.0, 0.0])\n",
+    "query_for_weights": (  # scores log(weights) without sqrt(d) * temperature, no checks
+        "def query_for_weights(keys, weights, temperature=1.0):\n"
+        "    return torch.linalg.pinv(keys) @ torch.log(weights)\n"),
     "why_sqrt_d": "It makes the numbers smaller.",
 }
 PARTIAL = dict(GOOD, **{
@@ -69,8 +81,14 @@ PARTIAL = dict(GOOD, **{
         "from utils.attention import soft_address\n"
         "def attend(queries, keys, values, temperature=1.0):\n"
         "    return soft_address(queries, keys, values, temperature)\n"),
-    # Close to a tie but not exact: passes at temperature 1, fails at 1e-3.
-    "tie_query": "tie_query = torch.tensor([10.0, 9.9999, 0.0])\n",
+    # Right query, but no check of the weights: a weight of 0 goes into log(0) = -inf
+    # instead of raising a ValueError (only hidden tests try it).
+    "query_for_weights": (
+        "def query_for_weights(keys, weights, temperature=1.0):\n"
+        "    if temperature <= 0 or torch.linalg.matrix_rank(keys) < keys.shape[0]:\n"
+        "        raise ValueError('temperature must be > 0, keys linearly independent')\n"
+        "    scaled_log_weights = torch.log(weights) * keys.shape[1] ** 0.5 * temperature\n"
+        "    return torch.linalg.pinv(keys) @ scaled_log_weights\n"),
 })
 SYNTAX = dict(GOOD, **{
     "scaled_scores": "def scaled_scores(queries, keys)\n    return queries @@ keys\n",
@@ -85,8 +103,8 @@ SYNTAX = dict(GOOD, **{
 HOSTILE = dict(GOOD, **{
     # grabs 8 GB after defining attend: the memory cap turns it into a MemoryError
     "attend": GOOD["attend"] + "hog = bytearray(8 * 2 ** 30)\n",
-    # never finishes: the per-cell timeout (10 s here) interrupts it; tie_query stays undefined
-    "tie_query": "while True:\n    pass\ntie_query = torch.tensor([5.0, 5.0, 0.0])\n",
+    # never finishes: the per-cell timeout (10 s here) interrupts it; the function stays undefined
+    "query_for_weights": "while True:\n    pass\n" + GOOD["query_for_weights"],
 })
 
 # student -> (answers, test cells the student deleted); "instructor" and "empty" are special.
@@ -101,17 +119,17 @@ CLASS = {
 # Manual scores for the written answer, set through nbgrader's gradebook API.
 MANUAL = {"correct": 2, "partial": 1.5, "instructor": 2}
 COLUMNS = ["student_id", "test_scaled_scores", "test_attention_weights", "test_attend",
-           "test_tie_query", "why_sqrt_d", "total", "max_total", "needs_manual_grade"]
+           "test_query_for_weights", "why_sqrt_d", "total", "max_total", "needs_manual_grade"]
 # By hand: points earned per exercise (POINTS above), total, max, written answers left to grade.
 EXPECTED = [
-    ["correct",    "2", "3", "2", "1", "2",   "10",  "10", "0"],
-    ["deleted",    "2", "3", "2", "1", "0",   "8",   "10", "1"],  # test restored and run
-    ["empty",      "0", "0", "0", "0", "0",   "0",   "10", "0"],  # untouched: no response
-    ["hostile",    "2", "3", "2", "0", "0",   "7",   "10", "1"],  # timeout in exercise 4
-    ["instructor", "2", "3", "2", "1", "2",   "10",  "10", "0"],
-    ["partial",    "2", "0", "0", "0", "1.5", "3.5", "10", "0"],  # see PARTIAL
-    ["syntax",     "0", "3", "2", "1", "0",   "6",   "10", "1"],
-    ["wrong",      "0", "0", "0", "0", "0",   "0",   "10", "1"],
+    ["correct",    "2", "3", "2", "2", "2",   "11",  "11", "0"],
+    ["deleted",    "2", "3", "2", "2", "0",   "9",   "11", "1"],  # test restored and run
+    ["empty",      "0", "0", "0", "0", "0",   "0",   "11", "0"],  # untouched: no response
+    ["hostile",    "2", "3", "2", "0", "0",   "7",   "11", "1"],  # timeout in exercise 4
+    ["instructor", "2", "3", "2", "2", "2",   "11",  "11", "0"],
+    ["partial",    "2", "0", "0", "0", "1.5", "3.5", "11", "0"],  # see PARTIAL
+    ["syntax",     "0", "3", "2", "2", "0",   "7",   "11", "1"],
+    ["wrong",      "0", "0", "0", "0", "0",   "0",   "11", "1"],
 ]
 
 
@@ -270,27 +288,27 @@ def test_collect_reads_both_layouts(workflow):
 def test_instructor_version_scores_full_marks(workflow):
     nb = autograded(workflow, "instructor")
     for grade in ["test_scaled_scores", "test_attention_weights", "test_attend",
-                  "test_tie_query"]:
+                  "test_query_for_weights"]:
         assert cell_errors(nb, grade) == []
     row = next(r for r in csv.reader(open(workflow["course"] / "grades.csv"))
                if r[0] == "instructor")
-    assert row[1:7] == ["2", "3", "2", "1", "2", "10"]
+    assert row[1:7] == ["2", "3", "2", "2", "2", "11"]
 
 
 @pytest.mark.slow
 def test_student_version_fails_cleanly(workflow):
     nb = autograded(workflow, "empty")
-    for grade in ["test_scaled_scores", "test_attention_weights", "test_attend"]:
+    for grade in ["test_scaled_scores", "test_attention_weights", "test_attend",
+                  "test_query_for_weights"]:
         errors = cell_errors(nb, grade)
         assert errors and errors[0].startswith("NotImplementedError"), errors
-    assert any("tie_query` is not defined" in e for e in cell_errors(nb, "test_tie_query"))
 
 
 @pytest.mark.slow
 def test_hostile_submission_is_contained(workflow):
     nb = autograded(workflow, "hostile")
     assert any(e.startswith("MemoryError") for e in cell_errors(nb, "attend"))
-    assert cell_errors(nb, "tie_query"), "the endless loop should have been interrupted"
+    assert cell_errors(nb, "query_for_weights"), "the endless loop should have been interrupted"
     assert cell_errors(nb, "test_attend") == []        # the kernel survived both
 
 
@@ -324,10 +342,11 @@ def test_feedback_hides_hidden_tests_but_shows_the_rest(workflow):
         assert "checks.check_plain_torch(scaled_scores)" in text      # visible tests shown
     assert "torch.einsum('bmd,bnd->bmn', queries, keys)" in page_text(pages["correct"])
     partial = page_text(pages["partial"])
-    assert "9.9999" in partial                                     # the student's answer
+    assert "scaled_log_weights" in partial                         # the student's answer
     assert "hidden test: weights for scores of size 1e6" in partial  # why it lost points
+    assert "hidden test: a weight of 0: expected ValueError, but nothing was raised" in partial
     assert "uses `soft_address`; write it with plain torch operations" in partial
-    assert "Score: 3.5 / 10.0" in partial
+    assert "Score: 3.5 / 11.0" in partial
 
 
 @pytest.mark.slow
@@ -415,8 +434,8 @@ def test_checks_explain_what_is_wrong():
     checks.check_close(torch.tensor([[1.0, 2.0]]), [[1.0, 2.0]], "outputs")   # passes quietly
     with pytest.raises(AssertionError, match="expected ValueError, but nothing was raised"):
         checks.check_raises(ValueError, lambda: None, what="temperature 0")
-    with pytest.raises(AssertionError, match="`tie_query` is not defined"):
-        checks.check_defined("tie_query", {})
+    with pytest.raises(AssertionError, match="`query_for_weights` is not defined"):
+        checks.check_defined("query_for_weights", {})
 
 
 def test_plain_torch_check_catches_library_calls():

@@ -44,7 +44,7 @@ def graded_class():
         mallory = nbformat.from_dict(nbformat.reads(nbformat.writes(released), as_version=4))
         payload_markdown = HARMLESS_MARKDOWN + "\n\n" + "\n\n".join(MARKDOWN_PAYLOADS.values())
         _answer(mallory, "why_sqrt_d", payload_markdown)
-        _answer(mallory, "tie_query", DISPLAY_CODE + "tie_query = None\n")
+        _answer(mallory, "query_for_weights", DISPLAY_CODE + "query_for_weights = None\n")
         mallory.cells.insert(1, nbformat.v4.new_markdown_cell("My own cell.\n\n" + payload_markdown))
         nbformat.write(mallory, inbox / "mallory.ipynb")
         nbformat.write(released, inbox / "eve.ipynb")

@@ -3,7 +3,7 @@
 Each entry of ``CLASS`` builds a submission (notebook bytes) from the released student
 notebook and says, by hand, the points its *honest content* earns: what the answers are worth
 with the attack taken out (an attack that stops a cell costs the tests that need that cell).
-Exercise points: scaled_scores 2, attention_weights 3, attend 2, tie_query 1; the written
+Exercise points: scaled_scores 2, attention_weights 3, attend 2, query_for_weights 2; the written
 answer (2) waits for the instructor whenever it was changed.
 """
 
@@ -15,7 +15,7 @@ import nbformat
 
 ASSIGNMENT = "01_attention_cues"
 COLUMNS = ["student_id", "test_scaled_scores", "test_attention_weights", "test_attend",
-           "test_tie_query", "why_sqrt_d", "total", "max_total", "needs_manual_grade"]
+           "test_query_for_weights", "why_sqrt_d", "total", "max_total", "needs_manual_grade"]
 
 GOOD = {
     "scaled_scores": (
@@ -30,7 +30,15 @@ GOOD = {
         "def attend(queries, keys, values, temperature=1.0):\n"
         "    w = attention_weights(queries, keys, temperature)\n"
         "    return w @ values, w\n"),
-    "tie_query": "tie_query = torch.tensor([5.0, 5.0, 0.0])\n",
+    "query_for_weights": (
+        "def query_for_weights(keys, weights, temperature=1.0):\n"
+        "    n, d = keys.shape\n"
+        "    if temperature <= 0 or (weights <= 0).any() or abs(float(weights.sum()) - 1) > 1e-4:\n"
+        "        raise ValueError('temperature must be > 0, weights > 0 and sum to 1')\n"
+        "    if torch.linalg.matrix_rank(keys) < n:\n"
+        "        raise ValueError('keys must be linearly independent')\n"
+        "    b = torch.log(weights) * d ** 0.5 * temperature\n"
+        "    return torch.linalg.lstsq(keys, b[:, None]).solution[:, 0]\n"),
     "why_sqrt_d": "Dot products of random vectors grow like sqrt(d); dividing keeps softmax soft.",
 }
 WRONG = {
@@ -44,7 +52,9 @@ WRONG = {
         "def attend(queries, keys, values, temperature=1.0):\n"
         "    w = torch.exp(scaled_scores(queries, keys) / temperature)\n"
         "    return w @ values, w\n"),
-    "tie_query": "tie_query = torch.tensor([10.0, 9.0, 0.0])\n",
+    "query_for_weights": (  # forgets sqrt(d) * temperature and the input checks
+        "def query_for_weights(keys, weights, temperature=1.0):\n"
+        "    return torch.linalg.pinv(keys) @ torch.log(weights)\n"),
     "why_sqrt_d": "It makes the numbers smaller.",
 }
 # attention_weights that does not depend on scaled_scores (for students whose ex. 1 is wrong)
@@ -101,7 +111,8 @@ def attention_weights(queries, keys, temperature=1.0):
 def attend(queries, keys, values, temperature=1.0):
     return Always(), Always()
 
-tie_query = Always()
+def query_for_weights(keys, weights, temperature=1.0):
+    return Always()
 """
 FRAME_PEEK = """\
 import gc, inspect, linecache
@@ -163,20 +174,17 @@ signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 while True:
     pass
-tie_query = torch.tensor([5.0, 5.0, 0.0])
-"""
-FORK_BOMB = """\
+""" + GOOD["query_for_weights"]
+FORK_BOMB = GOOD["query_for_weights"] + """\
 import os
-tie_query = torch.tensor([5.0, 5.0, 0.0])
 while True:
     try:
         os.fork()
     except OSError:
         pass
 """
-MEMORY_TREE = """\
+MEMORY_TREE = GOOD["query_for_weights"] + """\
 import os, time
-tie_query = torch.tensor([5.0, 5.0, 0.0])
 for _ in range(3):
     if os.fork() == 0:
         hog = torch.ones(220_000_000)          # 880 MB each, written, so resident
@@ -239,7 +247,7 @@ def dump(nb) -> bytes:
 def retyped(student_nb):
     nb = with_answers(student_nb, GOOD)
     for cell in nb.cells:
-        if grade_id(cell) in ("test_attend", "tie_query"):
+        if grade_id(cell) in ("test_attend", "query_for_weights"):
             cell.cell_type = "markdown" if grade_id(cell) == "test_attend" else "raw"
             cell.pop("outputs", None)
             cell.pop("execution_count", None)
@@ -247,15 +255,15 @@ def retyped(student_nb):
 
 
 def shuffled(student_nb):
-    nb = with_answers(student_nb, dict(GOOD, tie_query=WRONG["tie_query"]))
+    nb = with_answers(student_nb, dict(GOOD, query_for_weights=WRONG["query_for_weights"]))
     cells = [c for c in nb.cells if grade_id(c) != "test_scaled_scores"]      # deleted
     order = [grade_id(c) for c in cells]
     attend = cells.pop(order.index("attend"))                                 # moved up
     cells.insert(order.index("attention_weights"), attend)
-    test_tie = next(c for c in cells if grade_id(c) == "test_tie_query")
-    forged = copy.deepcopy(test_tie)
+    test_query = next(c for c in cells if grade_id(c) == "test_query_for_weights")
+    forged = copy.deepcopy(test_query)
     forged.source = 'print("Exercise 4: visible tests passed.")'            # edited copy first
-    cells.insert(cells.index(test_tie), forged)
+    cells.insert(cells.index(test_query), forged)
     for cell in cells:
         cell["id"] = uuid.uuid4().hex[:8]                                     # new cell ids
     nb.cells = cells
@@ -272,43 +280,43 @@ def build_class(student_nb, course, repo, canary, port) -> dict:
                            canary=str(canary))
     good = lambda **change: dump(with_answers(student_nb, dict(GOOD, **change)))  # noqa: E731
     wrong = lambda **change: dump(with_answers(student_nb, dict(WRONG, **change)))  # noqa: E731
-    full = ["2", "3", "2", "1", "0", "8", "10", "1"]
-    no_tie = ["2", "3", "2", "0", "0", "7", "10", "1"]           # exercise 4 stopped or wrong
+    full = ["2", "3", "2", "2", "0", "9", "11", "1"]
+    no_ex4 = ["2", "3", "2", "0", "0", "7", "11", "1"]           # exercise 4 stopped or wrong
     classes = {
         # honest students
         "honest_correct": (good(), full),
-        "honest_wrong": (wrong(), ["0", "0", "0", "0", "0", "0", "10", "1"]),
+        "honest_wrong": (wrong(), ["0", "0", "0", "0", "0", "0", "11", "1"]),
         # verdicts cannot be forged from inside the student's process
         "patch_libraries": (wrong(scaled_scores=PATCH_LIBRARIES + WRONG["scaled_scores"]),
-                            ["0", "0", "0", "0", "0", "0", "10", "1"]),
+                            ["0", "0", "0", "0", "0", "0", "11", "1"]),
         "patch_builtins": (wrong(scaled_scores=PATCH_BUILTINS + WRONG["scaled_scores"]),
-                           ["0", "0", "0", "0", "0", "0", "10", "1"]),
+                           ["0", "0", "0", "0", "0", "0", "11", "1"]),
         "fake_objects": (wrong(scaled_scores=FAKE_OBJECTS, attention_weights="",
-                               attend="", tie_query=""),
-                         ["0", "0", "0", "0", "0", "0", "10", "1"]),
+                               attend="", query_for_weights=""),
+                         ["0", "0", "0", "0", "0", "0", "11", "1"]),
         "frame_peek": (good(scaled_scores=FRAME_PEEK, attention_weights=SELF_CONTAINED_WEIGHTS),
-                       ["0", "3", "2", "1", "0", "6", "10", "1"]),
+                       ["0", "3", "2", "2", "0", "7", "11", "1"]),
         # no access to what the student must not see, no network
-        "escape_files": (dump(insert_after(with_answers(student_nb, GOOD), "tie_query", escape)),
-                         full),
-        "network": (dump(insert_after(with_answers(student_nb, GOOD), "tie_query",
+        "escape_files": (dump(insert_after(with_answers(student_nb, GOOD), "query_for_weights",
+                                           escape)), full),
+        "network": (dump(insert_after(with_answers(student_nb, GOOD), "query_for_weights",
                                       NETWORK.replace("{port}", str(port)))), full),
         # resource limits and crashes
-        "ignore_sigint_loop": (good(tie_query=SIGINT_LOOP), no_tie),
-        "fork_bomb": (good(tie_query=FORK_BOMB), no_tie),
-        "memory_tree": (good(tie_query=MEMORY_TREE), no_tie),
+        "ignore_sigint_loop": (good(query_for_weights=SIGINT_LOOP), no_ex4),
+        "fork_bomb": (good(query_for_weights=FORK_BOMB), no_ex4),
+        "memory_tree": (good(query_for_weights=MEMORY_TREE), no_ex4),
         "allocate_forever": (good(attend=ALLOCATE_FOREVER),
-                             ["2", "3", "0", "1", "0", "6", "10", "1"]),
-        "segfault": (good(attend=SEGFAULT), ["2", "3", "0", "1", "0", "6", "10", "1"]),
-        "os_exit": (good(scaled_scores=EXIT_IN_CELL), ["0", "0", "0", "1", "0", "1", "10", "1"]),
+                             ["2", "3", "0", "2", "0", "7", "11", "1"]),
+        "segfault": (good(attend=SEGFAULT), ["2", "3", "0", "2", "0", "7", "11", "1"]),
+        "os_exit": (good(scaled_scores=EXIT_IN_CELL), ["0", "0", "0", "2", "0", "2", "11", "1"]),
         "output_flood": (dump(insert_after(with_answers(student_nb, GOOD), "attend",
                                            OUTPUT_FLOOD)), full),
         "slow_hidden_case": (good(attention_weights=SLOW_HIDDEN_CASE),
-                             ["2", "0", "2", "1", "0", "5", "10", "1"]),
+                             ["2", "0", "2", "2", "0", "6", "11", "1"]),
         # broken notebooks
-        "broken_json": (b'{"cells": [{"cell_type": "code", "source": "tie_query = 1"',
-                        ["0", "0", "0", "0", "0", "0", "10", "0"]),
-        "cells_retyped": (retyped(student_nb), no_tie),
-        "cells_shuffled": (shuffled(student_nb), no_tie),
+        "broken_json": (b'{"cells": [{"cell_type": "code", "source": "query_for_weights = 1"',
+                        ["0", "0", "0", "0", "0", "0", "11", "0"]),
+        "cells_retyped": (retyped(student_nb), no_ex4),
+        "cells_shuffled": (shuffled(student_nb), no_ex4),
     }
     return classes

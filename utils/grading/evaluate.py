@@ -51,7 +51,7 @@ def cell_role(cell) -> str:
 
 def loaded_names(code) -> set:
     """Global names a code object (and the functions inside it) reads, plus string constants
-    that look like names (``checks.check_defined("tie_query", globals())``)."""
+    that look like names (``checks.check_defined("answer", globals())``)."""
     names, stack = set(), [code]
     while stack:
         current = stack.pop()
