@@ -272,6 +272,9 @@ def main() -> None:
     os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     import torch
     torch.set_num_threads(1)
+    # set_seed calls torch.use_deterministic_algorithms, which imports torch._inductor the first
+    # time (seconds on a busy machine): pay that here, not on the student's first cell's clock.
+    torch.use_deterministic_algorithms(torch.are_deterministic_algorithms_enabled())
     import numpy  # noqa: F401  (warm import: the student's first cell runs quickly)
     import utils.grading.checks  # noqa: F401
     _set_limits(limits)
