@@ -57,10 +57,29 @@ def read_table(path) -> list:
 
 
 def sandbox_processes() -> list:
-    """Processes still running as a sandbox uid (61000 + worker slot)."""
-    result = subprocess.run(["ps", "-eo", "uid=,pid=,args="], capture_output=True, text=True)
-    return [line for line in result.stdout.splitlines()
-            if line.split() and 61000 <= int(line.split()[0]) < 61256]
+    """Processes still running as a sandbox uid (61000 + worker slot) that no live grading
+    worker owns: once autograde has exited, its sandboxes must be gone. (Sandboxes of another
+    grading run on the same machine, e.g. the other lane of `make test`, still have a live
+    ``utils.grading.worker`` among their ancestors and are not leftovers of this one.)"""
+    result = subprocess.run(["ps", "-eo", "uid=,pid=,ppid=,args="], capture_output=True,
+                            text=True)
+    rows = {}
+    for line in result.stdout.splitlines():
+        fields = line.split(None, 3)
+        if len(fields) == 4:
+            rows[int(fields[1])] = (int(fields[0]), int(fields[2]), fields[3])
+
+    def owned_by_live_worker(pid: int) -> bool:
+        seen = set()
+        while pid in rows and pid not in seen and pid > 1:
+            seen.add(pid)
+            if "utils.grading.worker" in rows[pid][2]:
+                return True
+            pid = rows[pid][1]
+        return False
+
+    return [f"{uid} {pid} {args}" for pid, (uid, _, args) in rows.items()
+            if 61000 <= uid < 61256 and not owned_by_live_worker(pid)]
 
 
 @pytest.fixture(scope="module")
