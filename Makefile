@@ -38,7 +38,7 @@ $(STAMP): pyproject.toml
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters $(LAB_ARGS)
 
-# `make test` runs two lanes at once, one per core (GNU make and bash only, no extra tool):
+# `make test` runs two lanes at once, one per core (GNU make and a POSIX shell, no extra tool):
 # - lane 1: every unit, parity, grading and browser test, and the lessons under strict nbval;
 # - lane 2: the lessons once more under strict nbval on torch's generic CPU kernels and one
 #   thread, so an output that holds only with this machine's SIMD kernels (AVX-512 here, AVX2
