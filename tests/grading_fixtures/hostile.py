@@ -185,9 +185,14 @@ while True:
 """
 MEMORY_TREE = GOOD["query_for_weights"] + """\
 import os, time
-for _ in range(3):
+for _ in range(6):                           # children that together hold far more than 2 GB
     if os.fork() == 0:
-        hog = torch.ones(220_000_000)          # 880 MB each, written, so resident
+        hog = []
+        try:                                 # 100 MB at a time, written, so resident; a child
+            while len(hog) < 9:              # that reaches its own address-space limit keeps
+                hog.append(b"x" * (100 * 2 ** 20))   # what it has
+        except MemoryError:
+            pass
         time.sleep(120)
 time.sleep(120)
 """
