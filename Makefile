@@ -46,7 +46,7 @@ lab: $(STAMP)
 #   (they train the book-sized models from scratch, one thread each) and the exercise, export
 #   and workflow tests of the grader (subprocess-heavy), so the two lanes end at about the same time.
 # Lane 2 writes to tests/artifacts/lane2.log, printed when both lanes are done; make test fails
-# if either lane fails. With ARGS, only the selected tests run, in one lane.
+# if either lane fails. Each lane ends with its slowest tests (--durations). With ARGS, only the selected tests run, in one lane.
 OTHER_CPU := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 LANE2_TESTS := tests/test_training_bahdanau.py tests/test_training_transformer.py \
                tests/test_exercises.py tests/test_grading_lms_export.py tests/test_grading_workflow.py
@@ -57,12 +57,12 @@ ifeq ($(strip $(ARGS)),)
 	@mkdir -p tests/artifacts
 	@echo "== lane 2 in the background (log: $(LANE2_LOG)): lessons on generic kernels, one thread; training and grader tests =="
 	@( $(OTHER_CPU) $(BIN)/python -m pytest chapters/*/lesson.ipynb $(NBVAL_FLAGS) -p no:cacheprovider; \
-	   first=$$?; OMP_NUM_THREADS=1 $(BIN)/python -m pytest $(LANE2_TESTS) -p no:cacheprovider; \
+	   first=$$?; OMP_NUM_THREADS=1 $(BIN)/python -m pytest $(LANE2_TESTS) -p no:cacheprovider --durations=15; \
 	   second=$$?; [ $$first -eq 0 ] && [ $$second -eq 0 ] ) > $(LANE2_LOG) 2>&1 & lane2=$$!; \
 	trap 'pkill -P $$lane2; kill $$lane2 2>/dev/null; exit 130' INT TERM; \
 	echo "== lane 1: every other test, and the lessons under strict nbval =="; \
 	$(BIN)/python -m pytest tests chapters/*/lesson.ipynb $(NBVAL_FLAGS) \
-	    $(foreach t,$(LANE2_TESTS),--ignore=$(t)); lane1=$$?; \
+	    $(foreach t,$(LANE2_TESTS),--ignore=$(t)) --durations=30; lane1=$$?; \
 	wait $$lane2; lane2=$$?; \
 	echo "== lane 2 output =="; cat $(LANE2_LOG); \
 	echo "== exit status: lane 1 $$lane1, lane 2 $$lane2 =="; \
