@@ -46,7 +46,8 @@ lab: $(STAMP)
 #   (they train the book-sized models from scratch, one thread each) and the exercise, export
 #   and workflow tests of the grader (subprocess-heavy), so the two lanes end at about the same time.
 # Lane 2 writes to tests/artifacts/lane2.log, printed when both lanes are done; make test fails
-# if either lane fails. Each lane ends with its slowest tests (--durations). With ARGS, only the selected tests run, in one lane.
+# if either lane fails. Each lane ends with its slowest tests (--durations).
+# With ARGS, only the selected tests run, in one lane.
 OTHER_CPU := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 LANE2_TESTS := tests/test_training_bahdanau.py tests/test_training_transformer.py \
                tests/test_exercises.py tests/test_grading_lms_export.py tests/test_grading_workflow.py
