@@ -7,7 +7,7 @@ import torch
 from scipy import stats
 
 from utils.alignment import eos_weight, monotonicity, ranks, spearman, summarize
-from utils.seq2seq import Translation
+from utils.training import Translation
 
 
 def translation(rows, words, source=("a", "b", "c", "<eos>"), ended=True):

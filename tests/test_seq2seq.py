@@ -12,11 +12,11 @@ from torch.nn import functional as F
 from d2l_oracle import load_d2l
 from utils.data import EOS, Vocab
 from utils.masking import masked_softmax
-from utils.seq2seq import (LESSON_BAHDANAU, LESSON_NO_ATTENTION, BahdanauConfig, EncoderDecoder, Seq2SeqAttentionDecoder,
-                           Seq2SeqDecoder, Seq2SeqEncoder, build_bahdanau, encode_source, greedy_translate,
-                           masked_cross_entropy, model_cache_key,
-                           teacher_forcing_input, train_or_load_bahdanau, train_seq2seq,
-                           translate_pairs, xavier_init)
+from utils.seq2seq import (LESSON_BAHDANAU, LESSON_NO_ATTENTION, BahdanauConfig,
+                           Seq2SeqAttentionDecoder, Seq2SeqDecoder, Seq2SeqEncoder, build_bahdanau,
+                           model_cache_key, train_or_load_bahdanau)
+from utils.training import (EncoderDecoder, encode_source, greedy_translate, masked_cross_entropy,
+                            teacher_forcing_input, train_seq2seq, translate_pairs, xavier_init)
 
 
 def _shape_check_model():
@@ -99,7 +99,7 @@ def test_decoder_without_attention_sees_one_fixed_context():
     assert all_at_once.shape == (2, 4, 10)
     torch.testing.assert_close(torch.cat(steps, 1), all_at_once)
     assert not hasattr(decoder, "attention_weights")
-    with pytest.raises(ValueError, match="num_hiddens must be an int >= 1"):
+    with pytest.raises(ValueError, match="num_hiddens must be a positive integer"):
         Seq2SeqDecoder(10, 8, 0, 2)
 
 
@@ -123,7 +123,7 @@ def test_no_attention_weights_before_a_call_and_bad_sizes():
     _, decoder = _shape_check_model()
     with pytest.raises(RuntimeError, match="call the decoder first"):
         decoder.attention_weights
-    with pytest.raises(ValueError, match="num_hiddens must be an int >= 1"):
+    with pytest.raises(ValueError, match="num_hiddens must be a positive integer"):
         Seq2SeqEncoder(10, 8, 0, 2)
     with pytest.raises(ValueError, match="dropout is a probability"):
         Seq2SeqAttentionDecoder(10, 8, 16, 2, dropout=1.0)
@@ -195,7 +195,7 @@ def test_training_loop_lowers_the_loss_of_any_encoder_decoder(attention):
 def test_training_loop_bad_input_and_thread_count_restored():
     batches, vocab = _copy_task(n=32)
     model = EncoderDecoder(Seq2SeqEncoder(8, 4, 8, 1), Seq2SeqDecoder(8, 4, 8, 1))
-    for kwargs, message in [({"num_epochs": 0, "lr": 0.01}, "num_epochs must be an int >= 1"),
+    for kwargs, message in [({"num_epochs": 0, "lr": 0.01}, "num_epochs must be a positive integer"),
                             ({"num_epochs": 1, "lr": 0.0}, "lr must be > 0"),
                             ({"num_epochs": 1, "lr": 0.01, "clip_norm": 0},
                              "clip_norm must be > 0")]:
@@ -307,7 +307,7 @@ def test_greedy_translate_reports_unknown_and_dropped_words():
     ("   ", 5, "the sentence is empty"),
     ("xyzzy plugh", 5, "none of the words"),
     ("i'm home . go go .", 5, "has 6 words but num_steps=5 leaves room for 4"),
-    ("go .", 1, "num_steps must be an int >= 2"),
+    ("go .", 1, "num_steps must be an integer >= 2"),
 ])
 def test_encode_source_bad_input(sentence, num_steps, message):
     with pytest.raises(ValueError, match=message):
@@ -324,9 +324,9 @@ def test_encode_source_pads_and_counts_eos():
 
 def test_config_validation():
     assert BahdanauConfig().num_epochs == 250 and BahdanauConfig().lr == 0.005
-    with pytest.raises(ValueError, match="num_steps must be an int >= 2"):
+    with pytest.raises(ValueError, match="num_steps must be an integer >= 2"):
         BahdanauConfig(num_steps=1)
-    with pytest.raises(ValueError, match="num_examples must be an int >= 1"):
+    with pytest.raises(ValueError, match="num_examples must be a positive integer"):
         BahdanauConfig(num_examples=0)
     with pytest.raises(ValueError, match="held_out must be True or False"):
         BahdanauConfig(held_out="yes")
@@ -349,7 +349,7 @@ def test_no_attention_preset_differs_only_in_attention():
 
 def test_training_pairs_never_hold_a_heldout_sentence(shared_pairs_file):
     from utils.heldout import heldout_pairs, is_held_out
-    from utils.seq2seq import training_pairs
+    from utils.training import training_pairs
     train = training_pairs(LESSON_BAHDANAU, shared_pairs_file)
     held = heldout_pairs(shared_pairs_file)
     assert len(train) > 15000 and len(held) > 1000

@@ -14,7 +14,8 @@ range, and the mean BLEU (book's definition, k=2) of the four sentences >= 0.75.
 import pytest
 
 from utils.bleu import bleu
-from utils.seq2seq import BahdanauConfig, greedy_translate, heldout_bleu, train_or_load_bahdanau
+from utils.seq2seq import BahdanauConfig, train_or_load_bahdanau
+from utils.training import greedy_translate, heldout_bleu
 
 SENTENCES = [("go .", "va !"), ("i lost .", "j'ai perdu ."), ("he's calm .", "il est calme ."),
              ("i'm home .", "je suis chez moi .")]
@@ -56,7 +57,7 @@ def test_four_sentences_average_bleu_at_least_075(trained):
 @pytest.mark.slow
 def test_heldout_corpus_bleu_is_computed_on_unseen_sentences(trained, shared_pairs_file):
     config, model, src_vocab, tgt_vocab, _ = trained
-    from utils.seq2seq import training_pairs
+    from utils.training import training_pairs
     score, details = heldout_bleu(model, src_vocab, tgt_vocab, config.num_steps,
                                   trained_on=training_pairs(config, shared_pairs_file),
                                   path=shared_pairs_file)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from utils.bleu import bleu
-from utils.seq2seq import greedy_translate
+from utils.training import greedy_translate
 from utils.transformer import (DEMO_CONFIG, TEST_PAIRS, TransformerConfig, attention_maps,
                                causal_demo_runs, train_or_load_transformer)
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from utils.data import Vocab
-from utils.seq2seq import greedy_translate
+from utils.training import greedy_translate
 from utils.transformer import (AddNorm, PositionWiseFFN, Transformer, TransformerConfig,
                                TransformerDecoder, TransformerDecoderBlock, TransformerEncoder,
                                TransformerEncoderBlock, attention_maps, count_parameters,

@@ -17,8 +17,8 @@ from utils import shipped_models
 from utils.alignment import summarize
 from utils.bleu import bleu_by_length
 from utils.model_cache import SHIPPED_DIR
-from utils.seq2seq import (LESSON_BAHDANAU, LESSON_NO_ATTENTION, heldout_bleu,
-                           heldout_translations, train_or_load_bahdanau, training_pairs)
+from utils.seq2seq import LESSON_BAHDANAU, LESSON_NO_ATTENTION, train_or_load_bahdanau
+from utils.training import heldout_bleu, heldout_translations, training_pairs
 from utils.transformer import LESSON_TRANSFORMER, train_or_load_transformer
 
 from conftest import REPO
@@ -132,7 +132,7 @@ def test_bleu_by_length_buckets_and_bad_edges():
 @pytest.mark.parametrize("which", ["bahdanau", "no_attention", "transformer"])
 def test_batched_decoding_equals_one_sentence_at_a_time(which, shared_pairs_file):
     from utils.heldout import heldout_pairs
-    from utils.seq2seq import greedy_translate, greedy_translate_many
+    from utils.training import greedy_translate, greedy_translate_many
 
     if which == "transformer":
         config = LESSON_TRANSFORMER

@@ -14,7 +14,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from utils.data import EOS  # noqa: E402
-from utils.seq2seq import BahdanauConfig, build_bahdanau, training_data  # noqa: E402
+from utils.seq2seq import BahdanauConfig, build_bahdanau
+from utils.training import training_data
 from utils.widgets.bahdanau import (AlignmentExplorer, alignment_view,  # noqa: E402
                                     strongest_alignment)
 

@@ -27,7 +27,7 @@ import torch
 from torch.nn import functional as F
 
 from utils.language_model import DecoderOnlyConfig, DecoderOnlyLM
-from utils.transformer import check_positive_int
+from utils.validation import check_positive_int
 
 
 # ============================================================================ the data
@@ -45,7 +45,7 @@ def repeated_block_batch(batch_size: int, block_len: int, vocab_size: int, gener
     """
     for name, value in (("batch_size", batch_size), ("block_len", block_len),
                         ("vocab_size", vocab_size)):
-        check_positive_int(value, name)
+        check_positive_int(name, value)
     shortest = block_len if min_block_len is None else min_block_len
     if isinstance(shortest, bool) or not isinstance(shortest, int) or not 1 <= shortest <= block_len:
         raise ValueError(f"min_block_len must be an integer in 1..block_len={block_len}, got "
@@ -242,7 +242,7 @@ def train_induction(config: DecoderOnlyConfig = INDUCTION_MODEL, steps: int = 60
                          f"use e.g. INDUCTION_MODEL")
     for name, value in (("steps", steps), ("block_len", block_len), ("batch_size", batch_size),
                         ("eval_batch_size", eval_batch_size)):
-        check_positive_int(value, name)
+        check_positive_int(name, value)
     if not isinstance(num_checkpoints, int) or num_checkpoints < 2:
         raise ValueError(f"num_checkpoints must be an integer >= 2 (the first and last step), "
                          f"got {num_checkpoints!r}")

@@ -42,8 +42,8 @@ from torch.nn import functional as F
 
 from utils.multihead import MultiHeadAttention, check_num_heads, merge_heads, split_heads
 from utils.positional import PositionalEncoding, check_encoding_layer
-from utils.transformer import (AddNorm, PositionWiseFFN, check_dropout, check_positive_int,
-                               check_token_batch)
+from utils.transformer import AddNorm, PositionWiseFFN, check_token_batch
+from utils.validation import check_dropout, check_flag, check_positive_int
 
 
 # ============================================================================ the model
@@ -65,12 +65,11 @@ class DecoderOnlyConfig:
     def __post_init__(self):
         for name in ("vocab_size", "num_hiddens", "num_heads", "num_blks", "ffn_num_hiddens",
                      "max_len"):
-            check_positive_int(getattr(self, name), name)
+            check_positive_int(name, getattr(self, name))
         check_num_heads(self.num_hiddens, self.num_heads)
         check_encoding_layer(self.num_hiddens, check_dropout(self.dropout), self.max_len)
         for name in ("attention_only", "use_bias"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+            check_flag(name, getattr(self, name))
 
 
 @dataclasses.dataclass(frozen=True)

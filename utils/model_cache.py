@@ -20,6 +20,7 @@ from typing import Callable
 import torch
 
 from utils.data import cache_dir, read_pairs
+from utils.training import TrainResult
 
 
 # Trained weights that ship with the course (regenerate with ``python -m utils.shipped_models``).
@@ -57,8 +58,6 @@ def train_or_load(kind: str, config, *, data: Callable, build: Callable, train: 
     ``refresh=True`` always trains and then writes (the tests train for real this way, and the
     lessons run after them load what they trained).
     """
-    from utils.seq2seq import TrainResult
-
     name = f"{kind}-{settings_key(kind, config, path, versions)}.pt"
     cache_file = model_cache_dir() / name
     if use_cache and not refresh:

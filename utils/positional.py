@@ -23,6 +23,8 @@ the results are returned in ``dtype`` (float32 unless asked otherwise).
 import torch
 from torch import nn
 
+from utils.validation import check_dropout
+
 DEFAULT_BASE = 10000.0
 
 
@@ -71,8 +73,7 @@ def check_encoding_layer(num_hiddens, dropout, max_len) -> None:
     if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
         raise ValueError(f"max_len must be a positive integer, got {max_len!r}; "
                          f"pass at least the longest sequence length, e.g. max_len=1000")
-    if not 0.0 <= float(dropout) < 1.0:
-        raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}; pass e.g. dropout=0.1")
+    check_dropout(dropout)
 
 
 def check_embeddings(X, num_hiddens: int, max_len: int) -> None:

@@ -38,31 +38,19 @@ from utils.model_cache import train_or_load
 from utils.multihead import MultiHeadAttention, check_num_heads
 from utils.positional import PositionalEncoding
 from utils.reproducibility import set_seed
-from utils.seq2seq import (MODEL_CODE_VERSION, EncoderDecoder, Translation, encode_source,
-                           greedy_translate, train_seq2seq, training_data)
+from utils.training import (TRAINING_CODE_VERSION, EncoderDecoder, TranslationConfig, Translation, encode_source,
+                            greedy_translate, train_seq2seq, training_data)
+from utils.validation import check_dropout, check_flag, check_positive_int
 
 # Bump when the model code changes in a way that changes trained weights (invalidates caches).
 TRANSFORMER_CODE_VERSION = 2
-
-
-def check_dropout(dropout) -> float:
-    """Return ``dropout`` as a float, or raise a one-line ValueError unless it lies in [0, 1)."""
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-        raise ValueError(f"dropout is a probability in [0, 1), got {dropout!r}; use e.g. 0.1")
-    return float(dropout)
-
-
-def check_positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value
 
 
 def check_ffn_sizes(ffn_num_input, ffn_num_hiddens, ffn_num_outputs) -> None:
     """Raise a one-line ValueError unless the three FFN sizes are positive ints."""
     for name, value in (("ffn_num_input", ffn_num_input), ("ffn_num_hiddens", ffn_num_hiddens),
                         ("ffn_num_outputs", ffn_num_outputs)):
-        check_positive_int(value, name)
+        check_positive_int(name, value)
 
 
 def check_features(X: torch.Tensor, expected: int, layer: str, argument: str) -> None:
@@ -136,8 +124,8 @@ class TransformerEncoder(nn.Module):
                  num_blks: int, dropout: float = 0.0, use_bias: bool = False,
                  max_len: int = 1000):
         super().__init__()
-        check_positive_int(vocab_size, "vocab_size")
-        check_positive_int(num_blks, "num_blks")
+        check_positive_int("vocab_size", vocab_size)
+        check_positive_int("num_blks", num_blks)
         check_num_heads(num_hiddens, num_heads)
         self.num_hiddens = num_hiddens
         self.embedding = nn.Embedding(vocab_size, num_hiddens)
@@ -205,8 +193,8 @@ class TransformerDecoder(nn.Module):
                  num_blks: int, dropout: float = 0.0, use_bias: bool = False,
                  causal: bool = True, max_len: int = 1000):
         super().__init__()
-        check_positive_int(vocab_size, "vocab_size")
-        check_positive_int(num_blks, "num_blks")
+        check_positive_int("vocab_size", vocab_size)
+        check_positive_int("num_blks", num_blks)
         check_num_heads(num_hiddens, num_heads)
         self.num_hiddens, self.num_blks = num_hiddens, num_blks
         self.embedding = nn.Embedding(vocab_size, num_hiddens)
@@ -285,42 +273,24 @@ def count_parameters(module: nn.Module) -> int:
 # ============================================================================ the lesson's model
 
 @dataclasses.dataclass(frozen=True)
-class TransformerConfig:
-    """Settings of the lesson's model; the defaults are the book's (Chinese edition, 10.7)."""
+class TransformerConfig(TranslationConfig):
+    """Settings of the lesson's model (shared ones: ``TranslationConfig``); the defaults are the
+    book's (Chinese edition, 10.7). The course's default seed 0, as everywhere; how much a
+    600-pair model depends on it is measured by tests/benchmarks/bench_seed_spread.py and
+    quoted in lesson 7."""
 
-    num_examples: int = 600
-    num_steps: int = 10
-    batch_size: int = 64
     num_hiddens: int = 32
     ffn_num_hiddens: int = 64
     num_heads: int = 4
     num_blks: int = 2
-    dropout: float = 0.1
-    lr: float = 0.005
-    num_epochs: int = 200
-    # The course's default seed, as everywhere; how much a 600-pair model depends on it is
-    # measured by tests/benchmarks/bench_seed_spread.py and quoted in lesson 7.
-    seed: int = 0
-    min_freq: int = 2
     causal: bool = True
-    # True: train only on the training side of the held-out split (utils.heldout), in batches
-    # trimmed to their longest sentence; num_examples None reads every pair of the file.
-    held_out: bool = False
 
     def __post_init__(self):
-        for name in ("num_steps", "batch_size", "num_hiddens",
-                     "ffn_num_hiddens", "num_heads", "num_blks", "num_epochs"):
-            check_positive_int(getattr(self, name), name)
-        if self.num_examples is not None:
-            check_positive_int(self.num_examples, "num_examples")
-        if not isinstance(self.held_out, bool):
-            raise ValueError(f"held_out must be True or False, got {self.held_out!r}")
+        super().__post_init__()
+        for name in ("num_hiddens", "ffn_num_hiddens", "num_heads", "num_blks"):
+            check_positive_int(name, getattr(self, name))
         check_num_heads(self.num_hiddens, self.num_heads)
-        check_dropout(self.dropout)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}")
+        check_flag("causal", self.causal)
 
 
 # The lesson's main model: all training pairs of the shared file (settings chosen on held-out
@@ -339,7 +309,7 @@ def build_transformer(config: TransformerConfig, src_vocab, tgt_vocab) -> Transf
 
 
 def transformer_data(config: TransformerConfig, path=None):
-    """(data_iter, src_vocab, tgt_vocab) for ``config`` (see ``utils.seq2seq.training_data``)."""
+    """(data_iter, src_vocab, tgt_vocab) for ``config`` (see ``utils.training.training_data``)."""
     return training_data(config, path)
 
 
@@ -357,7 +327,7 @@ def train_transformer(config: TransformerConfig = TransformerConfig(), path=None
 
 
 TRANSFORMER_VERSIONS = {"code_version": TRANSFORMER_CODE_VERSION,
-                        "seq2seq_code_version": MODEL_CODE_VERSION}
+                        "seq2seq_code_version": TRAINING_CODE_VERSION}
 
 
 def train_or_load_transformer(config: TransformerConfig = TransformerConfig(), path=None, *,

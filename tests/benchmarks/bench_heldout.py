@@ -25,9 +25,10 @@ import dataclasses, json, sys, time
 model_name, seed, num_epochs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 import torch
 from utils.reproducibility import set_seed
-from utils.seq2seq import heldout_bleu, train_seq2seq
+from utils.training import heldout_bleu, train_seq2seq
 if model_name == "bahdanau":
-    from utils.seq2seq import LESSON_BAHDANAU as preset, build_bahdanau as build, training_data as data
+    from utils.seq2seq import LESSON_BAHDANAU as preset, build_bahdanau as build
+    from utils.training import training_data as data
 else:
     from utils.transformer import LESSON_TRANSFORMER as preset, build_transformer as build, transformer_data as data
 config = dataclasses.replace(preset, seed=seed, num_epochs=num_epochs or preset.num_epochs)

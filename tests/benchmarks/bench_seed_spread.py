@@ -22,8 +22,8 @@ SENTENCES = [("go .", "va !"), ("i lost .", "j'ai perdu ."), ("he's calm .", "il
 
 def score(name: str, seed: int) -> tuple[float, float, str]:
     from utils.bleu import bleu
-    from utils.seq2seq import (BahdanauConfig, greedy_translate, heldout_bleu,
-                               train_or_load_bahdanau, training_pairs)
+    from utils.seq2seq import BahdanauConfig, train_or_load_bahdanau
+    from utils.training import greedy_translate, heldout_bleu, training_pairs
     from utils.transformer import TransformerConfig, train_or_load_transformer
 
     if name == "bahdanau":

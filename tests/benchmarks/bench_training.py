@@ -36,9 +36,10 @@ import torch
 torch.set_num_threads(1)
 from utils.bleu import bleu
 from utils.reproducibility import set_seed
-from utils.seq2seq import greedy_translate, train_seq2seq
+from utils.training import greedy_translate, train_seq2seq
 if model_name == "bahdanau":
-    from utils.seq2seq import BahdanauConfig as Config, build_bahdanau as build, training_data as data
+    from utils.seq2seq import BahdanauConfig as Config, build_bahdanau as build
+    from utils.training import training_data as data
 else:
     from utils.transformer import TransformerConfig as Config, build_transformer as build, transformer_data as data
 config = Config(num_epochs=epochs) if epochs else Config()

@@ -15,7 +15,7 @@ import torch
 from matplotlib import patches, transforms
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from utils.seq2seq import Translation, greedy_translate
+from utils.training import Translation, greedy_translate
 from utils.widgets.base import BlittedExplorer
 
 
