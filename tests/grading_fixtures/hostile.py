@@ -184,16 +184,25 @@ while True:
         pass
 """
 MEMORY_TREE = GOOD["query_for_weights"] + """\
-import os, time
+import mmap, os, time
+def hold(blocks):                            # 100 MB blocks, resident at once (MAP_POPULATE),
+    kept = []                                # until this process's address-space limit
+    try:
+        while len(kept) < blocks:
+            kept.append(mmap.mmap(-1, 100 * 2 ** 20, flags=mmap.MAP_PRIVATE
+                                  | mmap.MAP_ANONYMOUS | mmap.MAP_POPULATE))
+    except (MemoryError, OSError):
+        pass
+    return kept
 for _ in range(6):                           # children that together hold far more than 2 GB
-    if os.fork() == 0:
-        hog = []
-        try:                                 # 100 MB at a time, written, so resident; a child
-            while len(hog) < 9:              # that reaches its own address-space limit keeps
-                hog.append(b"x" * (100 * 2 ** 20))   # what it has
-        except MemoryError:
-            pass
-        time.sleep(120)
+    try:
+        if os.fork() == 0:
+            kept = hold(9)
+            time.sleep(120)
+            os._exit(0)
+    except OSError:                          # the process limit: the others still count
+        pass
+kept = hold(9)
 time.sleep(120)
 """
 ALLOCATE_FOREVER = """\
