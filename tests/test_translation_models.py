@@ -103,14 +103,15 @@ def test_training_pairs_hold_no_heldout_sentence(shared_pairs_file):
 @pytest.mark.slow
 def test_regeneration_command_runs_for_one_epoch(tmp_path):
     result = subprocess.run([sys.executable, "-m", "utils.shipped_models", "all", "--epochs", "1",
-                             "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
-                            timeout=900)
+                             "--num-examples", "3000", "--out", str(tmp_path)], cwd=REPO,
+                            capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     files = sorted(tmp_path.glob("*.pt"))
     # With one epoch, two presets can coincide (the book-sized Transformer and the causal demo
     # differ only in their epochs): one file per distinct one-epoch setting.
     from utils.model_cache import settings_key
-    expected = {f"{kind}-{settings_key(kind, dataclasses.replace(config, num_epochs=1), None, versions)}.pt"
+    quick = {"num_epochs": 1, "num_examples": 3000}
+    expected = {f"{kind}-{settings_key(kind, dataclasses.replace(config, **quick), None, versions)}.pt"
                 for kind, config, _, versions in shipped_models.presets().values()}
     assert {file.name for file in files} == expected
     sums = (tmp_path / shipped_models.CHECKSUMS).read_text()

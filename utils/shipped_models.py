@@ -10,8 +10,9 @@ causal-mask demo runs, seconds) and the data file ``utils.data`` finds (the
 course's shared file in tests and CI), then written as ``<kind>-<key>.pt``: ``key`` hashes the
 settings, the data, the code and torch versions, so a lesson loads a shipped model only when
 all of them match, and trains its own otherwise. ``SHA256SUMS`` lists the files' checksums.
-``--epochs N`` trains N epochs instead (a quick check that the command works; such files have
-another key, so lessons never mistake them for the real ones).
+``--epochs N`` trains N epochs instead, ``--num-examples N`` on the first N pairs only (quick
+checks that the command works; such files have another key, so lessons never mistake them for
+the real ones).
 """
 
 import argparse
@@ -69,14 +70,17 @@ def write_checksums(folder: pathlib.Path) -> pathlib.Path:
 
 
 def make(name: str, epochs: int | None = None, folder: pathlib.Path = SHIPPED_DIR,
-         path=None, show_progress: bool = True) -> pathlib.Path:
-    """Train the preset ``name`` (``epochs`` overrides its epochs) and write it to ``folder``."""
+         path=None, show_progress: bool = True, num_examples: int | None = None) -> pathlib.Path:
+    """Train the preset ``name`` (``epochs`` and ``num_examples`` override its own) and write
+    it to ``folder``."""
     table = presets()
     if name not in table:
         raise ValueError(f"no shipped model {name!r}; choose one of {sorted(table)} or 'all'")
     kind, config, train, versions = table[name]
     if epochs is not None:
         config = dataclasses.replace(config, num_epochs=epochs)
+    if num_examples is not None:
+        config = dataclasses.replace(config, num_examples=num_examples)
     model, src_vocab, tgt_vocab, result = train(config, path, animate=False,
                                                 show_progress=show_progress)
     file = folder / f"{kind}-{settings_key(kind, config, path, versions)}.pt"
@@ -89,14 +93,18 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("name", choices=[*presets(), "all"])
     parser.add_argument("--epochs", type=int, help="train this many epochs instead (a check)")
+    parser.add_argument("--num-examples", type=int,
+                        help="train on the first N pairs of the file instead (a check)")
     parser.add_argument("--out", type=pathlib.Path, default=SHIPPED_DIR,
                         help=f"folder to write to (default {SHIPPED_DIR})")
     args = parser.parse_args(argv)
     if args.epochs is not None and args.epochs < 1:
         parser.error(f"--epochs must be >= 1, got {args.epochs}")
+    if args.num_examples is not None and args.num_examples < 1:
+        parser.error(f"--num-examples must be >= 1, got {args.num_examples}")
     names = list(presets()) if args.name == "all" else [args.name]
     for name in names:
-        make(name, args.epochs, args.out)
+        make(name, args.epochs, args.out, num_examples=args.num_examples)
     print(f"checksums: {write_checksums(args.out)}")
     return 0
 
