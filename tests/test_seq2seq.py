@@ -424,3 +424,13 @@ def test_shipped_models_load_when_the_cache_is_empty(tmp_path, monkeypatch):
     loaded = train_or_load_bahdanau(config, pairs, animate=False)
     assert loaded[5] is True and loaded[4] == shipped / trained_file.name
     assert not trained_file.exists()                                 # nothing trained or copied
+
+
+@pytest.mark.parametrize("held_out", [False, True])
+def test_loading_builds_the_same_vocabularies_as_training(held_out, shared_pairs_file):
+    from utils.training import training_data, training_vocabs
+    config = BahdanauConfig(num_examples=2000, held_out=held_out)
+    _, src_vocab, tgt_vocab = training_data(config, shared_pairs_file)
+    src_only, tgt_only = training_vocabs(config, shared_pairs_file)
+    assert src_only.idx_to_token == src_vocab.idx_to_token
+    assert tgt_only.idx_to_token == tgt_vocab.idx_to_token and len(tgt_vocab) > 100

@@ -24,6 +24,7 @@ import collections
 import hashlib
 import os
 import pathlib
+import re
 import shutil
 import urllib.error
 import urllib.request
@@ -54,6 +55,8 @@ _SPACES = "\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2
           "\u202f\u205f\u3000"
 _TO_PLAIN_SPACE = str.maketrans({ch: " " for ch in _SPACES})
 _PUNCTUATION = frozenset(",.!?")
+# A punctuation mark right after a character that is not a space (the book's rule, as a regex).
+_GLUED_PUNCTUATION = re.compile(r"(?<=[^ ])([,.!?])")
 
 
 # --------------------------------------------------------------------------- finding the file
@@ -175,13 +178,7 @@ def find_data_file(path=None, *, url: str | None = None, sha1: str | None = None
 def preprocess(text: str) -> str:
     """Book-style normalisation: Unicode spaces -> " ", lower-case, and a space before each of
     , . ! ? that follows a non-space character.  "Go.\u202fNow!" -> "go . now !"."""
-    text = text.translate(_TO_PLAIN_SPACE).lower()
-    out = []
-    for i, char in enumerate(text):
-        if char in _PUNCTUATION and i > 0 and text[i - 1] != " ":
-            out.append(" ")
-        out.append(char)
-    return "".join(out)
+    return _GLUED_PUNCTUATION.sub(r" \1", text.translate(_TO_PLAIN_SPACE).lower())
 
 
 def tokenize(sentence: str) -> list[str]:
@@ -208,6 +205,19 @@ def read_pairs(path=None, num_examples: int | None = None, *,
     """
     _check_num_examples(num_examples)
     file = find_data_file(path)
+    stat = file.stat()           # a changed file is read again; an unchanged one once per process
+    key = (str(file.resolve()), stat.st_size, stat.st_mtime_ns, num_examples, preprocess_text)
+    if key not in _PAIRS_READ:
+        if len(_PAIRS_READ) >= 4:                            # a few readings kept, no more
+            _PAIRS_READ.pop(next(iter(_PAIRS_READ)))
+        _PAIRS_READ[key] = tuple(_read_pairs(file, num_examples, preprocess_text))
+    return list(_PAIRS_READ[key])
+
+
+_PAIRS_READ: dict = {}
+
+
+def _read_pairs(file: pathlib.Path, num_examples, preprocess_text: bool) -> list:
     pairs: list[tuple[str, str]] = []
     with open(file, encoding="utf-8") as f:
         for line_no, line in enumerate(f, start=1):

@@ -45,12 +45,12 @@ def settings_key(kind: str, config, path=None, versions: dict | None = None) -> 
     return digest.hexdigest()[:20]
 
 
-def train_or_load(kind: str, config, *, data: Callable, build: Callable, train: Callable,
+def train_or_load(kind: str, config, *, vocabs: Callable, build: Callable, train: Callable,
                   versions: dict, path=None, use_cache: bool = True, refresh: bool = False,
                   **train_kwargs):
     """Load the ``kind`` model trained with ``config`` if cached, else train and store it.
 
-    ``data(config, path) -> (data_iter, src_vocab, tgt_vocab)``, ``build(config, src_vocab,
+    ``vocabs(config, path) -> (src_vocab, tgt_vocab)``, ``build(config, src_vocab,
     tgt_vocab) -> model`` and ``train(config, path, **train_kwargs) -> (model, src_vocab,
     tgt_vocab, result)`` describe the model. Returns (model, src_vocab, tgt_vocab, result,
     cache_file, from_cache). A cached file that cannot be read or does not fit is ignored with
@@ -66,9 +66,7 @@ def train_or_load(kind: str, config, *, data: Callable, build: Callable, train: 
                 continue
             try:
                 saved = torch.load(candidate, map_location="cpu", weights_only=True)
-                with warnings.catch_warnings():      # truncation was reported at training time
-                    warnings.simplefilter("ignore", UserWarning)
-                    _, src_vocab, tgt_vocab = data(config, path)
+                src_vocab, tgt_vocab = vocabs(config, path)
                 if saved["vocab_sizes"] != [len(src_vocab), len(tgt_vocab)]:
                     raise ValueError("vocabulary sizes differ")
                 model = build(config, src_vocab, tgt_vocab)

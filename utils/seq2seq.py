@@ -21,7 +21,8 @@ from torch import nn
 from utils.attention import AdditiveAttention
 from utils.data import Vocab
 from utils.model_cache import settings_key, train_or_load
-from utils.training import EncoderDecoder, TranslationConfig, train_seq2seq, training_data
+from utils.training import (EncoderDecoder, TranslationConfig, train_seq2seq, training_data,
+                            training_vocabs)
 from utils.validation import check_dropout, check_flag, check_positive_int
 
 # Bump when the model or training code changes in a way that changes trained weights: cached
@@ -205,7 +206,7 @@ def train_or_load_bahdanau(config: BahdanauConfig = BahdanauConfig(), path=None,
     """Like ``train_bahdanau``, but reuse a model trained earlier with the same settings and data
     (see ``utils.model_cache``). Returns (model, src_vocab, tgt_vocab, result, cache_file,
     from_cache)."""
-    return train_or_load("bahdanau", config, data=training_data, build=build_bahdanau,
+    return train_or_load("bahdanau", config, vocabs=training_vocabs, build=build_bahdanau,
                          train=train_bahdanau, versions={"code_version": MODEL_CODE_VERSION},
                          path=path, use_cache=use_cache, refresh=refresh, animate=animate,
                          show_progress=show_progress)

@@ -41,7 +41,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from utils.data import BOS, EOS, PAD, Vocab, pairs_loader, read_pairs, tokenize
+from utils.data import BOS, EOS, PAD, Vocab, pairs_loader, read_pairs, tokenize, tokenize_pairs
 from utils.validation import check_dropout, check_flag, check_positive, check_positive_int
 
 # Bump when the training or decoding code changes in a way that changes trained weights: cached
@@ -469,3 +469,9 @@ def training_data(config, path=None):
     return pairs_loader(training_pairs(config, path), config.batch_size, config.num_steps,
                         config.seed, config.min_freq, trim=config.held_out)
 
+
+def training_vocabs(config, path=None) -> tuple:
+    """(src_vocab, tgt_vocab) of ``training_data(config, path)`` without building its batches:
+    what loading a trained model needs."""
+    source, target = tokenize_pairs(training_pairs(config, path))
+    return Vocab(source, min_freq=config.min_freq), Vocab(target, min_freq=config.min_freq)

@@ -39,7 +39,8 @@ from utils.multihead import MultiHeadAttention, check_num_heads
 from utils.positional import PositionalEncoding
 from utils.reproducibility import set_seed
 from utils.training import (TRAINING_CODE_VERSION, EncoderDecoder, TranslationConfig, Translation, encode_source,
-                            greedy_translate, train_seq2seq, training_data)
+                            greedy_translate, train_seq2seq, training_data,
+                            training_vocabs)
 from utils.validation import check_dropout, check_flag, check_positive_int
 
 # Bump when the model code changes in a way that changes trained weights (invalidates caches).
@@ -336,7 +337,7 @@ def train_or_load_transformer(config: TransformerConfig = TransformerConfig(), p
     """Like ``train_transformer``, but reuse a model trained earlier with the same settings and
     data (see ``utils.model_cache``). Returns (model, src_vocab, tgt_vocab, result, cache_file,
     from_cache)."""
-    return train_or_load("transformer", config, data=transformer_data, build=build_transformer,
+    return train_or_load("transformer", config, vocabs=training_vocabs, build=build_transformer,
                          train=train_transformer, versions=TRANSFORMER_VERSIONS, path=path,
                          use_cache=use_cache, refresh=refresh, animate=animate,
                          show_progress=show_progress)
