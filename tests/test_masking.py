@@ -87,3 +87,12 @@ def test_masked_softmax_rejects_non_3d_scores():
 def test_masked_softmax_accepts_float_lengths_as_in_the_book():
     W = masked_softmax(torch.rand(2, 2, 4), torch.tensor([2.0, 3.0]))
     assert (W[0, :, 2:] == 0).all()
+
+
+def test_length_mask_marks_the_first_length_positions():
+    from utils.masking import length_mask
+    mask = length_mask(torch.tensor([0, 2, 4]), 4)                       # (3, 4)
+    assert mask.dtype == torch.bool
+    assert mask.tolist() == [[False] * 4, [True, True, False, False], [True] * 4]
+    per_query = length_mask(torch.tensor([[1, 3]]), 3)                    # (1, 2, 3)
+    assert per_query.tolist() == [[[True, False, False], [True, True, True]]]

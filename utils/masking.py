@@ -1,4 +1,4 @@
-"""Masks for variable-length sequences: ``sequence_mask`` and ``masked_softmax``.
+"""Masks for variable-length sequences: ``length_mask``, ``sequence_mask``, ``masked_softmax``.
 
 Valid lengths follow the book's convention:
 - 1-D, shape ``(batch,)``: one length per sequence, shared by all its queries;
@@ -22,6 +22,14 @@ def _as_length_tensor(valid_lens, device) -> torch.Tensor:
     elif lens.dtype == torch.bool or lens.is_complex():
         raise ValueError(f"valid lengths must be integers, got dtype {lens.dtype}")
     return lens.long()
+
+
+def length_mask(lens: torch.Tensor, size: int) -> torch.Tensor:
+    """Lengths (...) -> bool (..., size), True at the positions 0 .. length - 1 of each.
+
+    The one place the course turns valid lengths into a mask (lengths are checked by callers).
+    """
+    return torch.arange(size, device=lens.device) < lens[..., None]
 
 
 def check_valid_lens(valid_lens, batch: int, queries: int, keys: int) -> torch.Tensor:
@@ -62,7 +70,7 @@ def sequence_mask(X: torch.Tensor, valid_len, value: float = 0.0) -> torch.Tenso
     if (lens < 0).any() or (lens > steps).any():
         raise ValueError(f"valid_len values {lens.tolist()} must lie in 0..{steps} "
                          f"(X has {steps} steps along dim 1)")
-    keep = torch.arange(steps, device=X.device)[None, :] < lens[:, None]  # (batch, steps)
+    keep = length_mask(lens, steps)                                      # (batch, steps)
     keep = keep.reshape(batch, steps, *([1] * (X.dim() - 2)))
     return X.masked_fill(~keep, value)
 
@@ -79,6 +87,6 @@ def masked_softmax(X: torch.Tensor, valid_lens=None) -> torch.Tensor:
         return F.softmax(X, dim=-1)
     batch, queries, keys = X.shape
     lens = check_valid_lens(valid_lens, batch, queries, keys).to(X.device)   # (batch, queries)
-    keep = torch.arange(keys, device=X.device)[None, None, :] < lens[..., None]  # (b, q, k)
+    keep = length_mask(lens, keys)                                           # (b, q, k)
     weights = F.softmax(X.masked_fill(~keep, MASK_VALUE), dim=-1)
     return weights.masked_fill(~keep, 0.0)

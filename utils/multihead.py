@@ -31,7 +31,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from utils.attention import ScaledDotProductAttention, check_attention_inputs
-from utils.masking import check_valid_lens
+from utils.masking import check_valid_lens, length_mask
 
 
 def divisors(n: int) -> list:
@@ -116,7 +116,7 @@ def check_sequence_lens(valid_lens, num_keys: int) -> torch.Tensor:
 def key_padding_mask(valid_lens, num_keys: int) -> torch.Tensor:
     """(b,) lengths -> (b, num_keys) bool, True where a key is padding (PyTorch's convention)."""
     lens = check_sequence_lens(valid_lens, num_keys)                       # (b,)
-    return torch.arange(num_keys)[None, :] >= lens[:, None]                # (b, num_keys)
+    return ~length_mask(lens, num_keys)                                    # (b, num_keys)
 
 
 def multihead_cost(num_hiddens: int, num_heads: int, num_queries: int, num_keys: int,
@@ -192,8 +192,7 @@ class MultiHeadAttention(nn.Module):
         heads = lambda t, length: t.view(b, length, h, -1).transpose(1, 2)
         mask = None
         if lens is not None:                                   # True = key takes part
-            mask = torch.arange(n, device=queries.device) < lens[..., None].to(queries.device)
-            mask = mask[:, None]                               # (b, 1, m, n), shared by heads
+            mask = length_mask(lens.to(queries.device), n)[:, None]   # (b, 1, m, n): all heads
         p = self.attention.dropout.p if self.training else 0.0
         out = F.scaled_dot_product_attention(heads(self.W_q(queries), m), heads(self.W_k(keys), n),
                                              heads(self.W_v(values), n), attn_mask=mask,

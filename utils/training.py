@@ -42,6 +42,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from utils.data import BOS, EOS, PAD, Vocab, pairs_loader, read_pairs, tokenize, tokenize_pairs
+from utils.masking import length_mask
 from utils.validation import check_dropout, check_flag, check_positive, check_positive_int
 
 # Bump when the training or decoding code changes in a way that changes trained weights: cached
@@ -115,8 +116,7 @@ def masked_cross_entropy(logits: torch.Tensor, labels: torch.Tensor,
                          f"share (batch, steps)")
     token_losses = F.cross_entropy(logits.transpose(1, 2), labels.long(),
                                    reduction="none")                       # (batch, steps)
-    keep = torch.arange(labels.shape[1], device=labels.device)[None, :] < valid_len[:, None]
-    return token_losses * keep
+    return token_losses * length_mask(valid_len.to(labels.device), labels.shape[1])
 
 
 def xavier_init(module: nn.Module) -> None:
