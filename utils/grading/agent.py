@@ -1,7 +1,8 @@
 """The student's side of grading: runs inside the sandbox and answers requests with plain data.
 
-Started by ``utils.grading.sandbox`` as ``python -m utils.grading.agent <limits JSON>``. It
-drops root (if started as root), sets its resource limits, imports torch, and then serves
+Forked per student by ``utils.grading.template`` (see there), or started by
+``utils.grading.sandbox`` as ``python -m utils.grading.agent <limits JSON>``. It drops root (if
+started as root), sets its resource limits, has torch imported, and then serves
 requests read from stdin, replying on a private copy of stdout; the student's own fd 1 and 2
 go to a separate, size-capped pipe. Requests:
 
@@ -263,13 +264,10 @@ def _describe(error: BaseException) -> dict:
             "traceback": [line[:MAX_TEXT] for line in lines[-30:]]}
 
 
-def main() -> None:
-    limits = json.loads(sys.argv[1])
-    # Replies go to a private copy of fd 1; the student's fd 1 and 2 go to the capped pipe.
-    reply_fd = os.dup(1)
-    os.dup2(2, 1)
-    _drop_privileges(limits["uid"])
-    os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+def warm_imports(modules=()) -> None:
+    """Import torch (and what its first use pulls in), numpy, the checks and ``modules`` (those
+    the assignment's locked setup cells import), so no student cell pays for them."""
+    import importlib
     import torch
     torch.set_num_threads(1)
     # set_seed calls torch.use_deterministic_algorithms, which imports torch._inductor the first
@@ -277,11 +275,35 @@ def main() -> None:
     torch.use_deterministic_algorithms(torch.are_deterministic_algorithms_enabled())
     import numpy  # noqa: F401  (warm import: the student's first cell runs quickly)
     import utils.grading.checks  # noqa: F401
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:                           # noqa: BLE001 - the cell will say why
+            pass
+
+
+def start(limits: dict, reply_fd: int) -> None:
+    """Become the student's process (uid, rlimits, working directory) and serve requests."""
+    _drop_privileges(limits["uid"])
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()            # a fresh seed per student, as in a new process
     _set_limits(limits)
     os.chdir(limits["workdir"])
     agent = Agent(reply_fd, limits["max_bytes"])
     agent.wire.write_message(reply_fd, {"ok": True, "ready": True})
     agent.serve()
+
+
+def main() -> None:
+    limits = json.loads(sys.argv[1])
+    # Replies go to a private copy of fd 1; the student's fd 1 and 2 go to the capped pipe.
+    reply_fd = os.dup(1)
+    os.dup2(2, 1)
+    _drop_privileges(limits["uid"])
+    os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    warm_imports(limits.get("imports", ()))
+    start(limits, reply_fd)
 
 
 if __name__ == "__main__":

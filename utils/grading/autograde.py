@@ -3,12 +3,14 @@
 1. N worker processes (``utils.grading.worker``) grade submissions: the student's code runs in
    a bubblewrap sandbox, the tests in the worker (see ``evaluate``). Each writes a graded
    notebook to ``<course>/.grading/graded/<student>/<assignment>/exercises.ipynb``.
-2. This process alone writes the gradebook: for each graded notebook it runs nbgrader's own
-   ``Autograde`` converter with ``Execute`` replaced by nothing (the outputs are already
-   there), so nbgrader's checksums, scores, late penalties and ``autograded/`` copy are used
-   as they are, and ``feedback``/``export``/the formgrader work unchanged.
+2. The same worker then stores it in the gradebook (``record``): nbgrader's own ``Autograde``
+   converter with ``Execute`` replaced by nothing (the outputs are already there), so
+   nbgrader's checksums, scores, late penalties and ``autograded/`` copy are used as they are,
+   and ``feedback``/``export``/the formgrader work unchanged. Workers record in parallel, each
+   submission in its own transactions (SQLite makes one wait while another writes).
 3. A submission is done when ``.grading/done/<assignment>/<student>.json`` records the hash of
    the submitted file and the gradebook has it; done submissions are skipped unless ``force``.
+   The gradebook entry and the marker are written together (Ctrl-C waits for both).
 """
 
 import dataclasses
@@ -18,16 +20,19 @@ import os
 import pathlib
 import selectors
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 import warnings
 
-from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets.config import Configurable
 
 from utils.grading.course import EXERCISES, NOTEBOOK_ID, REPO, CourseSettings
 
 WORK_DIR = ".grading"                     # inside the course directory
+SQLITE_WAIT_SECONDS = 120                 # a worker waits this long for another's write
 GRADED_DIR = f"{WORK_DIR}/graded"         # nbgrader's submitted_directory for the replay
 UNSANDBOXED_HELP = ("pass --allow-unsandboxed to grade without a sandbox (only for "
                     "submissions you trust)")
@@ -114,6 +119,82 @@ def _replay_config(settings: CourseSettings):
     return config
 
 
+def skip_unused_schema_formats() -> None:
+    """Make the optional ``rfc3987_syntax`` package look absent before nbformat/nbgrader import
+    jsonschema: jsonschema then skips its "iri" format check (no notebook or nbgrader schema
+    uses it), and each grading process saves the 1.5 s of CPU the package needs to build its
+    grammar at import. No effect once jsonschema is imported."""
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)
+
+
+skip_unused_schema_formats()      # before the CLI loads nbgrader_config.py (nbconvert, nbformat)
+
+
+class FastReplay:
+    """While open, nbgrader's ``Gradebook`` objects of this process share one SQLAlchemy engine
+    and session factory per database URL, and nbgrader's cell-metadata check reuses one schema
+    validator. Unchanged, each ``Gradebook`` (about ten per replayed notebook) makes its own
+    engine (its SQL compiled again) and session class (SQLAlchemy then updates its event
+    listeners for every session class made so far: the replay slowed down with each student),
+    and every cell's metadata check validated the schema itself first. Same queries, same data.
+    """
+
+    def __enter__(self):
+        from nbgrader import api
+        from nbgrader.nbgraderformat import common
+        self.api, self.common = api, common
+        self.saved = (api.create_engine, api.sessionmaker, common.jsonschema)
+        engines, makers, real_engine, real_maker = {}, {}, api.create_engine, api.sessionmaker
+
+        def create_engine(url, **options):
+            key = (str(url), tuple(sorted(options.items())))
+            if key not in engines:
+                if str(url).startswith("sqlite"):      # wait while another worker writes
+                    options = dict(options, connect_args={"timeout": SQLITE_WAIT_SECONDS})
+                engine = real_engine(url, **options)
+                engine.dispose = lambda *args, **kwargs: None     # Gradebook.close: keep it
+                engines[key] = engine
+            return engines[key]
+
+        def sessionmaker(**options):
+            key = tuple(sorted((k, id(v)) for k, v in options.items()))
+            if key not in makers:
+                makers[key] = real_maker(**options)
+            return makers[key]
+
+        self.engines = engines
+        api.create_engine, api.sessionmaker = create_engine, sessionmaker
+        common.jsonschema = _CheckedSchemas(common.jsonschema)
+        return self
+
+    def __exit__(self, *exc):
+        self.api.create_engine, self.api.sessionmaker, self.common.jsonschema = self.saved
+        for engine in self.engines.values():
+            del engine.dispose                        # the class's method again
+            engine.dispose()
+
+
+class _CheckedSchemas:
+    """``jsonschema`` with ``validate`` checking each schema once, not at every call."""
+
+    def __init__(self, module):
+        self.module, self.validators = module, {}
+
+    def __getattr__(self, name):
+        return getattr(self.module, name)
+
+    def validate(self, instance, schema):
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self.validators:
+            cls = self.module.validators.validator_for(schema)
+            cls.check_schema(schema)
+            self.validators[key] = cls(schema)
+        error = self.module.exceptions.best_match(self.validators[key].iter_errors(instance))
+        if error is not None:
+            raise error
+
+
 def record_grades(settings: CourseSettings, assignment: str, student: str, config) -> None:
     """Store one graded notebook in the gradebook and autograded/ with nbgrader's Autograde."""
     import logging
@@ -134,35 +215,81 @@ def record_grades(settings: CourseSettings, assignment: str, student: str, confi
         converter.start()
 
 
-class RefuseUnsandboxedAutograde(NbGraderPreprocessor):
+class RefuseUnsandboxedAutograde(Configurable):
     """Stops plain ``nbgrader autograde`` (set in nbgrader_config.py): it would run student
-    code without a sandbox, with the instructor's permissions."""
+    code without a sandbox, with the instructor's permissions. An nbconvert preprocessor (a
+    configurable callable), so loading the config does not import nbgrader (seconds)."""
 
-    def preprocess(self, nb, resources):
+    def __call__(self, nb, resources):
         raise RuntimeError("this course grades with `python -m utils.grading autograde` "
                            "(student code in a sandbox, tests outside it); plain nbgrader "
                            "autograde is disabled in nbgrader_config.py")
 
+    preprocess = __call__
+
 
 # --- workers ------------------------------------------------------------------------------------
 class Worker:
-    def __init__(self, slot: int):
-        self.slot, self.job = slot, None
-        self.process = subprocess.Popen([sys.executable, "-m", "utils.grading.worker"],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, cwd=REPO, text=True)
+    """One grading worker: forked by the pool's zygote (``pipes``: its job and result pipes), or
+    its own ``utils.grading.worker`` process (``prepare``: its slot's sandbox settings)."""
+
+    def __init__(self, slot: int, prepare: dict = None, pipes=None):
+        self.slot, self.job, self.process = slot, None, None
+        if pipes is None:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "utils.grading.worker",
+                 json.dumps(dict(prepare or {}, slot=slot))],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                cwd=REPO, text=True)
+            pipes = self.process.stdin, self.process.stdout
+        self.jobs, self.results = pipes
 
     def send(self, job: dict) -> None:
         self.job = job
-        self.process.stdin.write(json.dumps(dict(job, slot=self.slot)) + "\n")
-        self.process.stdin.flush()
+        self.jobs.write(json.dumps(dict(job, slot=self.slot)) + "\n")
+        self.jobs.flush()
 
     def stop(self) -> None:
         try:
-            self.process.stdin.close()
-            self.process.wait(timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
+            self.jobs.close()
+        except OSError:
+            pass
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+    def interrupt(self) -> None:
+        """Stop now (Ctrl-C): the worker ends its sandboxes; killed if it does not stop."""
+        if self.process is None:
+            return                                    # the pool interrupts the zygote's
+        try:
+            self.process.send_signal(signal.SIGINT)
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
             self.process.kill()
+            self.process.wait()
+
+
+class DeferInterrupt:
+    """Ctrl-C waits until the block is over (one student's gradebook entry and done marker
+    are written together); in other threads than the main one, nothing changes."""
+
+    def __enter__(self):
+        self.pending, self.previous = False, None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._note)
+        return self
+
+    def _note(self, *_):
+        self.pending = True
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+            if self.pending and exc[0] is None:
+                raise KeyboardInterrupt
 
 
 class Progress:
@@ -188,93 +315,182 @@ class Progress:
                   file=sys.stderr, flush=True)
 
 
-def autograde(settings: CourseSettings, assignment: str, options: Options) -> Summary:
-    """Grade the submissions of one assignment; see the module docstring."""
-    from nbgrader.api import Gradebook
+def _maybe_done(settings, assignment, student, path) -> bool:
+    """The done marker matches the file (the gradebook is checked later): no nbgrader needed."""
+    marker = _done_marker(settings, assignment, student)
+    try:
+        return json.loads(marker.read_text()).get("submission_sha256") == _file_hash(path)
+    except (OSError, ValueError, AttributeError):
+        return False
 
+
+class Pool:
+    """The workers: one zygote process (``utils.grading.worker``) that starts every slot's
+    sandbox template, imports once and forks the workers. Started before this process imports
+    nbgrader (seconds), so that all start-up work overlaps."""
+
+    def __init__(self, count: int, prepare: dict):
+        self.prepare, self.workers, self.zygote = prepare, [], None
+        if count < 1:
+            return
+        slots, theirs, ours = [], [], []
+        for slot in range(count):
+            jobs_read, jobs_write = os.pipe()
+            results_read, results_write = os.pipe()
+            slots.append({"slot": slot, "jobs": jobs_read, "results": results_write})
+            theirs += [jobs_read, results_write]
+            ours.append((os.fdopen(jobs_write, "w"), os.fdopen(results_read)))
+        self.zygote = subprocess.Popen(
+            [sys.executable, "-m", "utils.grading.worker", json.dumps(dict(prepare,
+                                                                           slots=slots))],
+            pass_fds=theirs, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO,
+            start_new_session=True)               # this process passes Ctrl-C on (stop)
+        for fd in theirs:
+            os.close(fd)
+        self.workers = [Worker(slot, pipes=pipes) for slot, pipes in enumerate(ours)]
+
+    def resize(self, count: int) -> None:
+        while len(self.workers) > count:
+            self.workers.pop().stop()
+        while len(self.workers) < count:
+            self.workers.append(Worker(len(self.workers), self.prepare))
+
+    def replace(self, worker: Worker) -> Worker:
+        replacement = Worker(worker.slot, self.prepare)
+        self.workers[self.workers.index(worker)] = replacement
+        return replacement
+
+    def stop(self, interrupted: bool = False) -> None:
+        if interrupted and self.zygote is not None:
+            try:
+                os.killpg(self.zygote.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+        for worker in self.workers:
+            worker.interrupt() if interrupted else worker.stop()
+        if self.zygote is not None:
+            try:
+                self.zygote.wait(timeout=15 if interrupted else 60)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.zygote.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.zygote.wait()
+
+
+def autograde(settings: CourseSettings, assignment: str, options: Options) -> Summary:
+    """Grade the submissions of one assignment; see the module docstring. Ctrl-C stops it after
+    the submission being recorded; the next run goes on from there."""
     started = time.monotonic()
     summary = Summary()
     found = submissions(settings, assignment, options.student)
-    with Gradebook(settings.db_url, settings.course_id) as gradebook:
-        gradebook.find_assignment(assignment)
-        todo = []
-        for student, path in found.items():
-            if not options.force and already_graded(settings, gradebook, assignment, student,
-                                                    path):
-                summary.skipped.append(student)
-            else:
-                todo.append(student)
     course = settings.course_dir
-    jobs = [{"student": s, "assignment": assignment, "submission": str(found[s]),
-             "source": str(course / "source" / assignment / EXERCISES),
-             "release": str(course / "release" / assignment / EXERCISES),
-             "output": str(course / GRADED_DIR / s / assignment / f"{NOTEBOOK_ID}.ipynb"),
-             "cell_timeout": options.cell_timeout, "notebook_timeout": options.notebook_timeout,
-             "sandboxed": options.sandboxed, "extra_read_only": list(options.extra_read_only),
-             "limits": {"memory_mb": options.memory_mb}}
-            for s in todo]
     if not (course / "release" / assignment / EXERCISES).is_file():
         raise ValueError(f"{assignment} has no release version in {course}/release; run "
                          f"python -m utils.grading release --chapter {assignment}")
-    count = max(1, min(options.workers or os.cpu_count() or 1, len(jobs) or 1))
-    progress = Progress(len(jobs), count, options.quiet)
-    config = _replay_config(settings)
-    _run_jobs(jobs, count, settings, config, summary, progress)
+    wanted = options.workers or os.cpu_count() or 1
+    prepare = {"sandboxed": options.sandboxed, "extra_read_only": list(options.extra_read_only),
+               "limits": {"memory_mb": options.memory_mb},
+               "release": str(course / "release" / assignment / EXERCISES)}
+    likely = [s for s, path in found.items()
+              if options.force or not _maybe_done(settings, assignment, s, path)]
+    pool = Pool(min(wanted, len(likely)), prepare) if likely else None
+    interrupted = False
+    try:
+        skip_unused_schema_formats()
+        from nbgrader.api import Gradebook
+        with Gradebook(settings.db_url, settings.course_id) as gradebook:
+            gradebook.find_assignment(assignment)
+            todo = []
+            for student, path in found.items():
+                if not options.force and already_graded(settings, gradebook, assignment,
+                                                        student, path):
+                    summary.skipped.append(student)
+                else:
+                    todo.append(student)
+        jobs = [{"student": s, "assignment": assignment, "submission": str(found[s]),
+                 "source": str(course / "source" / assignment / EXERCISES),
+                 "release": prepare["release"],
+                 "output": str(course / GRADED_DIR / s / assignment / f"{NOTEBOOK_ID}.ipynb"),
+                 "cell_timeout": options.cell_timeout,
+                 "notebook_timeout": options.notebook_timeout,
+                 "sandboxed": options.sandboxed,
+                 "extra_read_only": list(options.extra_read_only),
+                 "limits": {"memory_mb": options.memory_mb},
+                 "course": {"course_dir": str(course), "db_url": settings.db_url,
+                            "course_id": settings.course_id}}
+                for s in todo]
+        count = max(1, min(wanted, len(jobs) or 1))
+        if jobs:
+            pool = pool or Pool(0, prepare)
+            pool.resize(count)
+        progress = Progress(len(jobs), count, options.quiet)
+        if jobs:
+            _run_jobs(jobs, pool, summary, progress)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if pool is not None:
+            pool.stop(interrupted)
     summary.seconds = time.monotonic() - started
+    if interrupted:
+        print(f"\n{assignment}: interrupted; {len(summary.graded)} submission(s) graded and "
+              f"recorded in this run. Run autograde again to grade the rest (what is done is "
+              f"skipped).", file=sys.stderr)
+        raise SystemExit(130)
     return summary
 
 
-def _finish(result: dict, job: dict, settings, config, summary: Summary) -> str:
-    student, assignment = job["student"], job["assignment"]
+def record(settings: CourseSettings, assignment: str, student: str, result: dict,
+           config) -> None:
+    """Store one graded notebook in the gradebook and write its done marker, together: Ctrl-C
+    waits until both are written (a worker calls this right after grading)."""
+    with DeferInterrupt():
+        record_grades(settings, assignment, student, config)
+        marker = _done_marker(settings, assignment, student)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        staged = marker.with_suffix(".tmp")
+        staged.write_text(json.dumps({"submission_sha256": result.get("submission_sha256"),
+                                      "notes": result.get("notes", []),
+                                      "seconds": result.get("seconds")}, indent=1))
+        os.replace(staged, marker)
+
+
+def _finish(result: dict, job: dict, summary: Summary) -> str:
+    student = job["student"]
     if result.get("status") != "graded":
         summary.failed[student] = result.get("reason", "unknown failure")
         return "FAILED"
-    try:
-        record_grades(settings, assignment, student, config)
-    except Exception as error:             # noqa: BLE001 - one student's failure is reported
-        summary.failed[student] = f"writing the gradebook failed: {type(error).__name__}: {error}"
-        return "FAILED"
-    marker = _done_marker(settings, assignment, student)
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps({"submission_sha256": result.get("submission_sha256"),
-                                  "notes": result.get("notes", []),
-                                  "seconds": result.get("seconds")}, indent=1))
     summary.graded.append(student)
     if result.get("notes"):
         summary.notes[student] = result["notes"]
     return f"graded in {result.get('seconds', 0):.1f} s"
 
 
-def _run_jobs(jobs, count, settings, config, summary, progress) -> None:
-    pending = list(jobs)
-    workers = [Worker(slot) for slot in range(count)] if jobs else []
+def _run_jobs(jobs, pool: Pool, summary, progress) -> None:
+    pending, workers = list(jobs), pool.workers
     selector = selectors.DefaultSelector()
     for worker in workers:
-        selector.register(worker.process.stdout, selectors.EVENT_READ, worker)
-    try:
-        while pending or any(w.job for w in workers):
-            for worker in workers:
-                if worker.job is None and pending:
-                    worker.send(pending.pop(0))
-            for key, _ in selector.select(timeout=1.0):
-                worker = key.data
-                line = worker.process.stdout.readline()
-                job, worker.job = worker.job, None
-                if not line:                              # the worker itself died
-                    selector.unregister(worker.process.stdout)
-                    result = {"status": "failed", "reason": "the grading worker crashed"}
-                    replacement = Worker(worker.slot)
-                    workers[workers.index(worker)] = replacement
-                    selector.register(replacement.process.stdout, selectors.EVENT_READ,
-                                      replacement)
-                else:
-                    result = json.loads(line)
-                idle = next((w for w in workers if w.job is None), None)
-                if idle is not None and pending:          # busy while we write the gradebook
-                    idle.send(pending.pop(0))
-                if job is not None:
-                    status = _finish(result, job, settings, config, summary)
-                    progress.step(job["student"], status)
-    finally:
+        selector.register(worker.results, selectors.EVENT_READ, worker)
+    while pending or any(w.job for w in workers):
         for worker in workers:
-            worker.stop()
+            if worker.job is None and pending:
+                worker.send(pending.pop(0))
+        for key, _ in selector.select():
+            worker = key.data
+            line = worker.results.readline()
+            job, worker.job = worker.job, None
+            if not line:                              # the worker itself died
+                selector.unregister(worker.results)
+                result = {"status": "failed", "reason": "the grading worker crashed"}
+                replacement = pool.replace(worker)
+                selector.register(replacement.results, selectors.EVENT_READ, replacement)
+            else:
+                result = json.loads(line)
+            idle = next((w for w in workers if w.job is None), None)
+            if idle is not None and pending:          # busy while we write the gradebook
+                idle.send(pending.pop(0))
+            if job is not None:
+                status = _finish(result, job, summary)
+                progress.step(job["student"], status)

@@ -295,9 +295,12 @@ INSTRUCTOR_EXTRA = ("the instructor tools need the 'instructor' extra: run "
 
 
 def main(argv=None) -> int:
-    try:
-        import nbgrader  # noqa: F401 - only to tell a student install from an instructor one
+    import importlib.util
+    try:                             # found, not imported (seconds): a student install lacks it
+        missing = importlib.util.find_spec("nbgrader") is None
     except ModuleNotFoundError:
+        missing = True
+    if missing:
         print(f"error: {INSTRUCTOR_EXTRA}", file=sys.stderr)
         return 2
     args = build_parser().parse_args(argv)

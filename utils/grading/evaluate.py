@@ -69,17 +69,25 @@ def stored_names(code) -> set:
             if i.opname in ("STORE_NAME", "STORE_GLOBAL", "DELETE_NAME")}
 
 
+_COMPILED = {}                   # (source, label) -> compiled cell: the same for every student
+
+
 def _compile_cell(source: str, label: str):
-    """(statements code, last-expression code or None); the source is kept for tracebacks."""
-    from IPython.core.inputtransformer2 import TransformerManager
-    text = TransformerManager().transform_cell(source)
+    """(statements code, last-expression code or None); the source is kept for tracebacks.
+    Compiled once per worker (the trusted cells are the same for every student)."""
+    key = (source, label)
+    if key not in _COMPILED:
+        from IPython.core.inputtransformer2 import TransformerManager
+        text = TransformerManager().transform_cell(source)
+        tree = ast.parse(text, filename=label)
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        _COMPILED[key] = (text, compile(tree, label, "exec", dont_inherit=True),
+                          compile(last, label, "eval", dont_inherit=True) if last else None)
+    text, code, last = _COMPILED[key]
     linecache.cache[label] = (len(text), None, text.splitlines(True), label)
-    tree = ast.parse(text, filename=label)
-    last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
-    return (compile(tree, label, "exec", dont_inherit=True),
-            compile(last, label, "eval", dont_inherit=True) if last else None)
+    return code, last
 
 
 def _stream(name: str, text: str):

@@ -16,8 +16,10 @@ import dataclasses
 import json
 import os
 import pathlib
+import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -57,11 +59,16 @@ def _ancestors(path: pathlib.Path):
     return [p for p in reversed(path.parents) if str(p) != "/"]
 
 
-def bwrap_command(workdir_size: int, extra_read_only=()) -> list:
-    """The bwrap prefix: namespaces and the read-only view of the interpreter and library."""
+def _binds(extra_read_only=()) -> list:
+    """The host paths the sandbox sees read-only (besides /usr and the system directories)."""
     binds = [pathlib.Path(sys.base_prefix).resolve(), pathlib.Path(sys.prefix).resolve(),
              REPO / "utils", *[pathlib.Path(p).resolve() for p in extra_read_only]]
-    binds = [b for b in dict.fromkeys(binds) if not str(b).startswith("/usr/")]
+    return [b for b in dict.fromkeys(binds) if not str(b).startswith("/usr/")]
+
+
+def bwrap_command(workdir_size: int, extra_read_only=()) -> list:
+    """The bwrap prefix: namespaces and the read-only view of the interpreter and library."""
+    binds = _binds(extra_read_only)
     command = [bwrap_path(), "--unshare-ipc", "--unshare-pid", "--unshare-net",
                "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
                "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
@@ -156,26 +163,205 @@ def _memory_bytes(pids) -> int:
     return total
 
 
+class ForkedProcess:
+    """A student process forked by a ``SandboxTemplate``, with the parts of ``Popen`` that
+    ``Sandbox`` uses. ``pid`` is its namespace's init (the grader's process, not the student's):
+    killing it kills every process of the student at once."""
+
+    def __init__(self, pidfd: int, stdin: int, stdout: int, stderr: int, status: int):
+        self.pidfd, self.status_fd, self.returncode = pidfd, status, None
+        self.stdin = open(stdin, "wb", buffering=0)
+        self.stdout = open(stdout, "rb", buffering=0)
+        self.stderr = open(stderr, "rb")
+        self.pid = -1
+        with open(f"/proc/self/fdinfo/{pidfd}") as stream:
+            for line in stream:
+                if line.startswith("Pid:"):
+                    self.pid = int(line.split()[1])
+
+    def _read_status(self) -> None:
+        if self.status_fd is None or not select.select([self.status_fd], [], [], 0)[0]:
+            return
+        data = os.read(self.status_fd, 4096)
+        try:
+            code = json.loads(data.decode()).get("exit") if data else None
+        except (ValueError, AttributeError):
+            code = None
+        self.returncode = code if type(code) is int else -signal.SIGKILL
+        os.close(self.status_fd)
+        self.status_fd = None
+
+    def _init_exited(self, timeout: float = 0) -> bool:
+        return bool(select.select([self.pidfd], [], [], timeout)[0])
+
+    def poll(self):
+        """The student's exit code (negative: the signal) once its init has ended, else None."""
+        if self.returncode is None and self._init_exited():
+            self._read_status()
+            if self.returncode is None:            # the init was killed: no status
+                self.returncode = -signal.SIGKILL
+        return self.returncode
+
+    def wait(self, timeout: float = None):
+        if self.returncode is None and not self._init_exited(timeout):
+            raise subprocess.TimeoutExpired("student process", timeout)
+        return self.poll()
+
+    def kill(self) -> None:
+        try:
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def close(self) -> None:
+        for fd in (self.pidfd, self.status_fd):
+            if fd is not None:
+                os.close(fd)
+        self.pidfd = self.status_fd = None
+
+
+class SandboxTemplate:
+    """One bubblewrap sandbox per grading slot whose process (``utils.grading.template``) has
+    imported torch once and forks a fresh student process per ``Sandbox``, in new PID, mount
+    and IPC namespaces, after killing what was left of the previous one and emptying the
+    writable directories. Needs the grader to run as root (the template makes namespaces)."""
+
+    def __init__(self, limits: Limits, slot: int = 0, extra_read_only=(), imports=()):
+        self.limits, self.slot = limits, slot
+        self.broken = None
+        binds = _binds(extra_read_only)
+        keep = [str(b) for b in binds
+                if any(str(b).startswith(root + "/") for root in ("/tmp", "/home/student"))]
+        settings = {"imports": list(imports), "keep": keep}
+        command = bwrap_command(limits.file_mb * 2 ** 20, extra_read_only)
+        for key, value in _environment(True).items():
+            command += ["--setenv", key, value]
+        command += ["--", sys.executable, "-m", "utils.grading.template", json.dumps(settings)]
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.process = subprocess.Popen(command, stdin=theirs, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, cwd="/",
+                                        start_new_session=True)
+        theirs.close()
+        self.pidfd = os.pidfd_open(self.process.pid)   # usable from a forked worker too
+        self._ready = False
+
+    @staticmethod
+    def supported(sandboxed: bool) -> bool:
+        """Whether student processes can be forked from a template here (else one new sandbox
+        per student): only sandboxed, as root, on a kernel with pidfds."""
+        return sandboxed and os.getuid() == 0 and hasattr(os, "pidfd_open")
+
+    def alive(self) -> bool:
+        return (self.broken is None and self.pidfd is not None
+                and not select.select([self.pidfd], [], [], 0)[0])
+
+    def _receive(self, deadline: float):
+        self.control.settimeout(max(0.001, deadline - time.monotonic()))
+        try:
+            message, fds, _, _ = socket.recv_fds(self.control, 65536, 1)
+        except (TimeoutError, OSError) as error:
+            raise SandboxDied(f"the grading sandbox did not answer ({type(error).__name__})")
+        if not message:
+            raise SandboxDied("the grading sandbox stopped")
+        try:
+            return json.loads(message), fds
+        except ValueError:
+            raise SandboxDied("the grading sandbox sent an invalid answer") from None
+
+    def wait_ready(self) -> None:
+        if not self._ready:
+            try:
+                reply, _ = self._receive(time.monotonic() + STARTUP_SECONDS)
+                if not reply.get("ready"):
+                    raise SandboxDied("the grading sandbox did not start")
+            except SandboxDied as error:
+                self.broken = f"the grading sandbox did not start ({error})"
+                self.close()
+                raise SandboxDied(self.broken) from None
+            self._ready = True
+
+    def fork(self, settings: dict) -> ForkedProcess:
+        """A fresh student process (raises SandboxDied if the template cannot make one)."""
+        if self.broken:
+            raise SandboxDied(self.broken)
+        self.wait_ready()
+        pipes = [os.pipe() for _ in range(4)]   # stdin, replies, output, status
+        theirs = [pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]]
+        try:
+            try:
+                socket.send_fds(self.control, [json.dumps({"op": "fork", "settings": settings})
+                                               .encode()], theirs)
+            except OSError as error:
+                raise SandboxDied(f"the grading sandbox stopped ({error})") from None
+            reply, fds = self._receive(time.monotonic() + 60)
+        except SandboxDied as error:
+            self.broken = str(error)
+            for fd in (pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0]):
+                os.close(fd)
+            raise
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        if not reply.get("ok") or len(fds) != 1:
+            for fd in [*fds, pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0]]:
+                os.close(fd)
+            raise SandboxDied(f"the grading sandbox could not start the student's process "
+                              f"({str(reply.get('error'))[:300]})")
+        return ForkedProcess(fds[0], pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0])
+
+    def close(self) -> None:
+        """Kill the sandbox (bwrap's --die-with-parent takes the rest along)."""
+        if self.pidfd is None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        select.select([self.pidfd], [], [], 5)
+        try:
+            self.process.wait(timeout=1)              # reap it, where this process is the parent
+        except (subprocess.TimeoutExpired, ChildProcessError):
+            pass
+        os.close(self.pidfd)
+        self.pidfd = None
+        self.control.close()
+
+    def forget(self) -> None:
+        """In a forked worker: drop this (another worker's) template without stopping it."""
+        self.control.close()
+        os.close(self.pidfd)
+        self.pidfd = None
+
+
 class Sandbox:
     """One student process. ``request()`` sends a message and returns the reply.
 
     Create it in a long-lived thread: bwrap's --die-with-parent kills the sandbox when the
-    thread that started it ends.
+    thread that started it ends. With a ``template`` (``SandboxTemplate``) the process is forked
+    from it; otherwise a new bwrap sandbox starts Python and imports torch.
     """
 
     def __init__(self, limits: Limits, slot: int = 0, sandboxed: bool = True,
-                 extra_read_only=()):
+                 extra_read_only=(), template: SandboxTemplate = None, imports=()):
         self.limits, self.sandboxed = limits, sandboxed
         self.death = None               # reason the sandbox was stopped, in words
         self.output_bytes = 0
         self._workdir = None
+        self.forked = template is not None
         uid = SANDBOX_UID_BASE + slot if (sandboxed and os.getuid() == 0) else -1
         settings = {"uid": uid, "memory_mb": limits.memory_mb, "processes": limits.processes,
                     "file_mb": limits.file_mb, "cpu_seconds": limits.cpu_seconds,
                     "max_bytes": limits.message_mb * 2 ** 20,
-                    "workdir": "/home/student" if sandboxed else None}
+                    "workdir": "/home/student" if sandboxed else None,
+                    "imports": list(imports)}
         agent = [sys.executable, "-m", "utils.grading.agent"]
-        if sandboxed:
+        if self.forked:
+            self.process = template.fork(settings)
+        elif sandboxed:
             command = bwrap_command(limits.file_mb * 2 ** 20, extra_read_only)
             for key, value in _environment(True).items():
                 command += ["--setenv", key, value]
@@ -187,9 +373,10 @@ class Sandbox:
             command = [*agent, json.dumps(settings)]
             env, cwd = _environment(False), self._workdir
             env["HOME"] = self._workdir
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, env=env, cwd=cwd,
-                                        start_new_session=True)
+        if not self.forked:
+            self.process = subprocess.Popen(command, stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                            env=env, cwd=cwd, start_new_session=True)
         os.set_blocking(self.process.stdin.fileno(), False)
         self.reader = wire.MessageReader(self.process.stdout.fileno(),
                                          limits.message_mb * 2 ** 20)
@@ -238,7 +425,8 @@ class Sandbox:
         while not self._stop.wait(0.2):
             if self.process.poll() is not None:
                 return
-            if _memory_bytes(_tree(self.process.pid)) > cap:
+            pids = _tree(self.process.pid)
+            if _memory_bytes(pids[1:] if self.forked else pids) > cap:   # not the init
                 self.kill(f"the student's processes used more than {self.limits.memory_mb} "
                           f"MB of memory")
                 return
@@ -279,7 +467,7 @@ class Sandbox:
         code = self.process.poll()
         if code is None:
             return "the student's process closed its channel to the grader"
-        if self.sandboxed and code > 128:          # bwrap passes on 128 + signal number
+        if self.sandboxed and not self.forked and code > 128:   # bwrap: 128 + signal number
             code = 128 - code
         if code < 0:
             try:
@@ -296,12 +484,13 @@ class Sandbox:
         if not self.death:
             self.death = reason
         self._stop.set()
+        if not self.forked:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.process.kill()
+            self.process.kill()              # forked: the init, and with it the namespace
         except ProcessLookupError:
             pass
 
@@ -313,5 +502,7 @@ class Sandbox:
                 stream.close()
             except OSError:
                 pass
+        if self.forked:
+            self.process.close()
         if self._workdir:
             shutil.rmtree(self._workdir, ignore_errors=True)

@@ -1,11 +1,21 @@
 """A grading worker: grades submissions one after the other for ``utils.grading.autograde``.
 
-Run as ``python -m utils.grading.worker``; it reads one JSON job per line on stdin and answers
-one JSON line per job on its own copy of stdout. A job names the submitted notebook, the
-trusted source and release notebooks, where to write the graded notebook, and the limits.
-The worker never writes to the gradebook: the parent process does, one submission at a time.
+Run as ``python -m utils.grading.worker [<slot settings JSON>]``; it reads one JSON job per line
+on stdin and answers one JSON line per job on its own copy of stdout. With ``"slots"`` in the
+settings it is a zygote instead: it imports once and forks one worker per slot, each with its
+own job and result pipes (``zygote``), so N workers cost one start-up. A job names the submitted
+notebook, the trusted source and release notebooks, where to write the graded notebook, and the
+limits. The slot settings (given at start) let the worker start its sandbox template while it
+imports torch itself. After grading, the worker records the graded notebook in the gradebook
+and writes its done marker (``autograde.record``).
+
+Work that is the same for every student is done once per worker: reading the source and release
+notebooks, the imports of the setup cells, and (as root) the sandbox template, from which each
+student's process is forked (see ``utils.grading.template``). Without root, each student gets a
+new sandbox process, started while the previous submission is graded.
 """
 
+import ast
 import dataclasses
 import hashlib
 import json
@@ -15,12 +25,8 @@ import sys
 import time
 import traceback
 
-import nbformat
-
 from utils.grading import GRADING_ENV_VAR
-from utils.grading.evaluate import NotebookGrader, add_notes, mark_unreadable
-from utils.grading.normalize import normalize
-from utils.grading.sandbox import Limits, Sandbox, SandboxDied
+from utils.grading.sandbox import Limits, Sandbox, SandboxDied, SandboxTemplate
 
 
 @dataclasses.dataclass
@@ -37,11 +43,13 @@ class Job:
     sandboxed: bool = True
     extra_read_only: tuple = ()
     limits: dict = dataclasses.field(default_factory=dict)
+    course: dict = None               # course_dir, db_url, course_id: record in the gradebook
 
 
 class SpareSandbox:
     """The next submission's sandbox, started while this one is graded (it hides the
-    seconds torch needs to import). A spare never ran student code; each is used once."""
+    seconds torch needs to import). A spare never ran student code; each is used once.
+    Used only where no template can be (not root, or unsandboxed)."""
 
     def __init__(self):
         self.key, self.sandbox = None, None
@@ -67,28 +75,138 @@ class SpareSandbox:
             sandbox.close()
 
 
+class TemplateSlot:
+    """This worker's sandbox template, started once and restarted only if it stops."""
+
+    def __init__(self):
+        self.key, self.template = None, None
+
+    def get(self, key, factory) -> SandboxTemplate:
+        if self.template is not None and (self.key != key or not self.template.alive()):
+            self.discard()
+        if self.template is None:
+            self.key, self.template = key, factory()
+        return self.template
+
+    def discard(self) -> None:
+        if self.template is not None:
+            self.template.close()
+        self.key, self.template = None, None
+
+
 SPARE = SpareSandbox()
+TEMPLATE = TemplateSlot()
+_CACHE = {}
+_RECORDERS = {}
+
+
+def _recorder(course: dict):
+    """(settings, nbgrader replay config) of a course, made once; the replay speed-ups of
+    ``autograde.FastReplay`` stay on for this process."""
+    key = (course["course_dir"], course["db_url"], course["course_id"])
+    if key not in _RECORDERS:
+        from utils.grading import autograde
+        from utils.grading.course import CourseSettings
+        if not _RECORDERS:
+            autograde.FastReplay().__enter__()
+        settings = CourseSettings(course_dir=pathlib.Path(course["course_dir"]),
+                                  course_id=course["course_id"], db_url=course["db_url"])
+        _RECORDERS[key] = (settings, autograde._replay_config(settings))
+    return _RECORDERS[key]
+
+
+def _cached(kind: str, path: str, compute):
+    """``compute(path)``, once per file version (path, size, modification time)."""
+    stat = os.stat(path)
+    key = (kind, path, stat.st_size, stat.st_mtime_ns)
+    if key not in _CACHE:
+        _CACHE[key] = compute(path)
+    return _CACHE[key]
+
+
+def _read_notebook(path: str):
+    import nbformat
+    return nbformat.read(path, as_version=4)
+
+
+def setup_imports(release_path: str) -> tuple:
+    """Modules the release notebook's locked setup cells import (warmed up in the template)."""
+    try:
+        cells = json.loads(pathlib.Path(release_path).read_text())["cells"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ()
+    names = []
+    for cell in cells:
+        meta = (cell.get("metadata") or {}).get("nbgrader") or {}
+        if cell.get("cell_type") != "code" or not meta.get("locked") or meta.get("grade"):
+            continue
+        source = cell.get("source", "")
+        try:
+            tree = ast.parse("".join(source) if isinstance(source, list) else source)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.append(node.module)
+    return tuple(dict.fromkeys(names))
+
+
+def _template_key(slot, extra_read_only, limits: Limits, imports) -> tuple:
+    return (slot, tuple(extra_read_only), limits.file_mb, tuple(imports))
+
+
+def _template_for(slot, extra_read_only, limits: Limits, imports) -> SandboxTemplate:
+    return TEMPLATE.get(_template_key(slot, extra_read_only, limits, imports),
+                        lambda: SandboxTemplate(limits, slot, extra_read_only, imports))
+
+
+def prepare(settings: dict) -> None:
+    """Start the sandbox template for this worker's slot now (it imports torch meanwhile)."""
+    if SandboxTemplate.supported(settings.get("sandboxed", True)):
+        limits = Limits(**settings.get("limits", {}))
+        imports = setup_imports(settings["release"]) if settings.get("release") else ()
+        _template_for(settings.get("slot", 0), tuple(settings.get("extra_read_only", ())),
+                      limits, imports)
 
 
 def grade(job: Job) -> dict:
     """Grade one submission; the result says 'graded' (with notes) or 'failed' (with why)."""
+    import nbformat
+    from utils.grading.evaluate import NotebookGrader, add_notes, mark_unreadable
+    from utils.grading.normalize import normalize
+
     started = time.monotonic()
     raw = pathlib.Path(job.submission).read_bytes()
-    source_nb = nbformat.read(job.source, as_version=4)
-    release_nb = nbformat.read(job.release, as_version=4)
+    source_nb = _cached("notebook", job.source, _read_notebook)
+    release_nb = _cached("notebook", job.release, _read_notebook)
     nb, notes, unreadable = normalize(raw, source_nb, release_nb)
     limits = Limits(**job.limits)
+    imports = _cached("imports", job.release, setup_imports)
 
-    key = (job.slot, job.sandboxed, tuple(job.extra_read_only), json.dumps(job.limits))
+    if SandboxTemplate.supported(job.sandboxed):
+        def make_sandbox():
+            template = _template_for(job.slot, job.extra_read_only, limits, imports)
+            try:
+                return Sandbox(limits, slot=job.slot, template=template)
+            except SandboxDied:
+                if template.alive():
+                    raise
+            return Sandbox(limits, slot=job.slot,     # the template had stopped: a new one
+                           template=_template_for(job.slot, job.extra_read_only, limits,
+                                                  imports))
+    else:
+        key = (job.slot, job.sandboxed, tuple(job.extra_read_only), json.dumps(job.limits))
 
-    def new_sandbox():
-        return Sandbox(limits, slot=job.slot, sandboxed=job.sandboxed,
-                       extra_read_only=job.extra_read_only)
+        def new_sandbox():
+            return Sandbox(limits, slot=job.slot, sandboxed=job.sandboxed,
+                           extra_read_only=job.extra_read_only, imports=imports)
 
-    def make_sandbox():
-        sandbox = SPARE.take(key) or new_sandbox()
-        SPARE.start(key, new_sandbox)                # warm up the next one meanwhile
-        return sandbox
+        def make_sandbox():
+            sandbox = SPARE.take(key) or new_sandbox()
+            SPARE.start(key, new_sandbox)            # warm up the next one meanwhile
+            return sandbox
 
     if unreadable:
         mark_unreadable(nb, unreadable)
@@ -102,9 +220,103 @@ def grade(job: Job) -> dict:
     output = pathlib.Path(job.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, output)
-    return {"status": "graded", "student": job.student, "notes": notes,
-            "submission_sha256": hashlib.sha256(raw).hexdigest(),
-            "seconds": round(time.monotonic() - started, 2)}
+    result = {"status": "graded", "student": job.student, "notes": notes,
+              "submission_sha256": hashlib.sha256(raw).hexdigest(),
+              "seconds": round(time.monotonic() - started, 2)}
+    if job.course:
+        from utils.grading import autograde
+        settings, config = _recorder(job.course)
+        try:
+            autograde.record(settings, job.assignment, job.student, result, config)
+        except Exception as error:            # noqa: BLE001 - one student's failure is reported
+            return {"status": "failed", "student": job.student,
+                    "reason": f"writing the gradebook failed: {type(error).__name__}: {error}"}
+    return result
+
+
+def _warm_up() -> None:
+    """The imports every job needs, paid once before the first job."""
+    from utils.grading.autograde import skip_unused_schema_formats
+    skip_unused_schema_formats()
+    import torch
+    # The locked setup cells run here too and call set_seed: warm the import it triggers
+    # (torch._inductor, seconds on a busy machine) before any cell's clock starts.
+    torch.use_deterministic_algorithms(torch.are_deterministic_algorithms_enabled())
+    import utils.grading.evaluate  # noqa: F401  (and nbformat, IPython's input transformer)
+    import nbgrader.converters  # noqa: F401  (the gradebook replay)
+
+
+def serve(jobs, results) -> None:
+    """Grade the jobs read from ``jobs`` (one JSON line each), one JSON result line each."""
+    try:
+        for line in jobs:
+            try:
+                fields = json.loads(line)
+                fields["extra_read_only"] = tuple(fields.get("extra_read_only", ()))
+                result = grade(Job(**fields))
+            except Exception as error:            # noqa: BLE001 - reported, the worker goes on
+                result = {"status": "failed", "reason": f"{type(error).__name__}: {error}",
+                          "detail": traceback.format_exc()[-3000:]}
+            results.write(json.dumps(result) + "\n")
+            results.flush()
+    finally:
+        SPARE.discard()
+        TEMPLATE.discard()
+
+
+def zygote(settings: dict, report) -> None:
+    """Start every slot's sandbox template, import once, then fork one worker per slot (its
+    job and result pipes are ``settings["slots"]``); report their pids, wait for them."""
+    import signal
+    slots = settings["slots"]
+    templates = {}
+    for slot in slots:
+        try:
+            prepare(dict(settings, slot=slot["slot"]))
+            templates[slot["slot"]] = (TEMPLATE.key, TEMPLATE.template)
+        except Exception:                         # noqa: BLE001 - the first job tries again
+            traceback.print_exc()
+        TEMPLATE.key, TEMPLATE.template = None, None
+    _warm_up()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is for the workers
+    pids = []
+    for slot in slots:
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            code = 0
+            try:
+                report.close()
+                for other in slots:
+                    if other is not slot:
+                        os.close(other["jobs"])
+                        os.close(other["results"])
+                for number, (key, template) in templates.items():
+                    if number == slot["slot"]:
+                        TEMPLATE.key, TEMPLATE.template = key, template
+                    elif template is not None:
+                        template.forget()
+                serve(os.fdopen(slot["jobs"]), os.fdopen(slot["results"], "w"))
+            except KeyboardInterrupt:
+                code = 130
+            except BaseException:                     # noqa: BLE001 - never return to the zygote
+                traceback.print_exc()
+                code = 1
+            os._exit(code)
+        pids.append(pid)
+    for slot in slots:
+        os.close(slot["jobs"])
+        os.close(slot["results"])
+    report.write(json.dumps({"pids": pids}) + "\n")
+    report.flush()
+    for pid in pids:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+    for _, template in templates.values():
+        if template is not None:
+            template.close()
 
 
 def main() -> None:
@@ -112,21 +324,16 @@ def main() -> None:
     # Results go to a private copy of stdout; anything else printed goes to stderr.
     results = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    import torch
-    # The locked setup cells run here too and call set_seed: warm the import it triggers
-    # (torch._inductor, seconds on a busy machine) before any cell's clock starts.
-    torch.use_deterministic_algorithms(torch.are_deterministic_algorithms_enabled())
-    for line in sys.stdin:
-        try:
-            fields = json.loads(line)
-            fields["extra_read_only"] = tuple(fields.get("extra_read_only", ()))
-            result = grade(Job(**fields))
-        except Exception as error:            # noqa: BLE001 - reported, the worker goes on
-            result = {"status": "failed", "reason": f"{type(error).__name__}: {error}",
-                      "detail": traceback.format_exc()[-3000:]}
-        results.write(json.dumps(result) + "\n")
-        results.flush()
-    SPARE.discard()
+    settings = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    if "slots" in settings:
+        zygote(settings, results)
+        return
+    try:
+        prepare(settings)
+    except Exception:                         # noqa: BLE001 - the first job tries again
+        traceback.print_exc()
+    _warm_up()
+    serve(sys.stdin, results)
 
 
 if __name__ == "__main__":
