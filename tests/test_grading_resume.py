@@ -82,7 +82,7 @@ def test_ctrl_c_then_rerun_loses_nothing_and_grades_nothing_twice():
         os.killpg(process.pid, signal.SIGINT)              # Ctrl-C: the whole process group
         _, stderr = process.communicate(timeout=120)
         assert process.returncode != 0, "the interrupt came too late: every submission was done"
-        assert "interrupted" in stderr and "run autograde again" in stderr, stderr[-2000:]
+        assert "interrupted" in stderr and "Run autograde again" in stderr, stderr[-2000:]
         time.sleep(1)                         # bwrap's --die-with-parent is asynchronous
         assert sandbox_processes() == []
 
