@@ -434,3 +434,17 @@ def test_loading_builds_the_same_vocabularies_as_training(held_out, shared_pairs
     src_only, tgt_only = training_vocabs(config, shared_pairs_file)
     assert src_only.idx_to_token == src_vocab.idx_to_token
     assert tgt_only.idx_to_token == tgt_vocab.idx_to_token and len(tgt_vocab) > 100
+
+
+def test_auto_device_is_cuda_then_mps_then_cpu(monkeypatch):
+    from utils.training import model_device, resolve_device
+    assert resolve_device("cpu") == torch.device("cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert resolve_device() == torch.device("cpu")
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    assert resolve_device("auto") == torch.device("mps")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device("auto") == torch.device("cuda")
+    assert model_device(torch.nn.Linear(2, 2)) == torch.device("cpu")
+    assert model_device(torch.nn.ReLU()) == torch.device("cpu")        # no weights at all

@@ -27,7 +27,9 @@ In this module
   ``<bos>``, gradient clipping, progress bar, live loss curve) -> ``TrainResult``.
 - ``greedy_translate`` -> ``Translation`` (stops at ``<eos>``, keeps attention per step);
   ``greedy_translate_many`` decodes a batch; ``heldout_bleu`` scores unseen sentences.
-- ``resolve_device``: ``"auto"`` is CUDA, then Apple's MPS, then the CPU.
+- ``resolve_device``: ``"auto"`` is CUDA, then Apple's MPS, then the CPU. Training takes
+  ``device="auto"``; decoding runs where the model's weights are; attention maps come back on
+  the CPU, ready to plot.
 
 Bahdanau's model lives in ``utils.seq2seq``, the Transformer in ``utils.transformer``.
 """
@@ -48,6 +50,25 @@ from utils.validation import check_dropout, check_flag, check_positive, check_po
 # Bump when the training or decoding code changes in a way that changes trained weights: cached
 # Transformers of the old version are then ignored (Bahdanau's model: ``seq2seq.MODEL_CODE_VERSION``).
 TRAINING_CODE_VERSION = 1
+
+
+# ============================================================================ devices
+
+def resolve_device(device="auto") -> torch.device:
+    """``"auto"``: CUDA if present, then Apple's MPS, then the CPU; anything else as given."""
+    if device != "auto":
+        return torch.device(device)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def model_device(model: nn.Module) -> torch.device:
+    """Where ``model``'s weights are (the CPU for a model without any)."""
+    return next((p.device for p in model.parameters()), torch.device("cpu"))
 
 
 # ============================================================================ shared settings
@@ -160,7 +181,7 @@ def teacher_forcing_input(Y: torch.Tensor, bos: int) -> torch.Tensor:
 
 
 def train_seq2seq(model: nn.Module, data_iter, lr: float, num_epochs: int, tgt_vocab: Vocab,
-                  device="cpu", *, clip_norm: float = 1.0, init_weights: bool = True,
+                  device="auto", *, clip_norm: float = 1.0, init_weights: bool = True,
                   animate: bool = True, show_progress: bool = True,
                   num_threads: int | None = None, on_epoch=None) -> TrainResult:
     """Train any encoder–decoder (see the module docstring) with teacher forcing.
@@ -170,6 +191,7 @@ def train_seq2seq(model: nn.Module, data_iter, lr: float, num_epochs: int, tgt_v
     cross-entropy, gradient norm clipped at ``clip_norm``. A tqdm bar counts epochs and, with
     ``animate``, an ``Animator`` draws the loss live in Jupyter (``result.losses`` holds it
     anyway). ``num_threads`` sets torch's intra-op threads for the run (restored afterwards).
+    ``device``: where to train (``"auto"``: see ``resolve_device``); the model stays there.
     ``on_epoch(epoch, model)``, if given, runs after each epoch (1-based) outside the timed
     part, e.g. to score the model on held-out sentences; the model is back in training mode after.
     """
@@ -178,6 +200,7 @@ def train_seq2seq(model: nn.Module, data_iter, lr: float, num_epochs: int, tgt_v
     check_positive("clip_norm", clip_norm)
     from utils.plotting import Animator, progress
 
+    device = resolve_device(device)
     if init_weights:
         model.apply(xavier_init)
     model.to(device)
@@ -303,16 +326,18 @@ def encode_source(sentence: str, src_vocab: Vocab, num_steps: int, truncate: boo
 
 @torch.no_grad()
 def greedy_translate(model: EncoderDecoder, sentence: str, src_vocab: Vocab, tgt_vocab: Vocab,
-                     num_steps: int, device="cpu", *, truncate: bool = False) -> Translation:
+                     num_steps: int, *, truncate: bool = False) -> Translation:
     """Translate with greedy search: feed back the most likely token until ``<eos>``.
 
-    At most ``num_steps`` output tokens. ``model`` follows the interface of this module.
+    At most ``num_steps`` output tokens, decoded where the model's weights are. ``model``
+    follows the interface of this module.
     Bad input (empty, only unknown words, too long without ``truncate``) raises ValueError.
     """
     X, valid_len, source_tokens, unknown, dropped = encode_source(sentence, src_vocab,
                                                                   num_steps, truncate)
     was_training = model.training
     model.eval()
+    device = model_device(model)
     X, valid_len = X.to(device), valid_len.to(device)
     state = model.decoder.init_state(model.encoder(X, valid_len), valid_len)
     dec_X = torch.tensor([[tgt_vocab[BOS]]], device=device)             # (1, 1)
@@ -334,6 +359,7 @@ def greedy_translate(model: EncoderDecoder, sentence: str, src_vocab: Vocab, tgt
 
 def _make_translation(source_tokens, predicted, step_weights, unknown, dropped, ended,
                       tgt_vocab) -> Translation:
+    step_weights = [_on_cpu(w) for w in step_weights]          # maps are for plotting
     attention = None
     if step_weights and all(isinstance(w, torch.Tensor) and w.dim() == 3
                             and w.shape[:2] == (1, 1) for w in step_weights):
@@ -342,6 +368,15 @@ def _make_translation(source_tokens, predicted, step_weights, unknown, dropped, 
     tokens = tgt_vocab.to_tokens(predicted)
     return Translation(source_tokens, tokens, " ".join(tokens), attention, step_weights,
                        unknown, dropped, ended)
+
+
+def _on_cpu(weights):
+    """A tensor, or nested lists/tuples of them, moved to the CPU (anything else unchanged)."""
+    if isinstance(weights, torch.Tensor):
+        return weights.cpu()
+    if isinstance(weights, (list, tuple)):
+        return type(weights)(_on_cpu(w) for w in weights)
+    return weights
 
 
 def _row(weights, i: int):
@@ -355,7 +390,7 @@ def _row(weights, i: int):
 
 @torch.no_grad()
 def greedy_translate_many(model: EncoderDecoder, sentences, src_vocab: Vocab, tgt_vocab: Vocab,
-                          num_steps: int, device="cpu", batch_size: int = 256) -> list:
+                          num_steps: int, batch_size: int = 256) -> list:
     """``greedy_translate`` of many sentences, decoded ``batch_size`` at a time.
 
     Returns one ``Translation`` per sentence (too long ones truncated), or None for a sentence
@@ -370,6 +405,7 @@ def greedy_translate_many(model: EncoderDecoder, sentences, src_vocab: Vocab, tg
         except ValueError:                  # no known word: nothing to translate
             pass
     results = [None] * len(sentences)
+    device = model_device(model)
     was_training = model.training
     model.eval()
     order = list(encoded)

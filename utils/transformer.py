@@ -38,7 +38,7 @@ from utils.model_cache import train_or_load
 from utils.multihead import MultiHeadAttention, check_num_heads
 from utils.positional import PositionalEncoding
 from utils.reproducibility import set_seed
-from utils.training import (TRAINING_CODE_VERSION, EncoderDecoder, TranslationConfig, Translation, encode_source,
+from utils.training import (TRAINING_CODE_VERSION, EncoderDecoder, model_device, TranslationConfig, Translation, encode_source,
                             greedy_translate, train_seq2seq, training_data,
                             training_vocabs)
 from utils.validation import check_dropout, check_flag, check_positive_int
@@ -378,19 +378,20 @@ def attention_maps(model: Transformer, sentence: str, src_vocab, tgt_vocab, num_
     translation = greedy_translate(model, sentence, src_vocab, tgt_vocab, num_steps,
                                    truncate=truncate)
     X, valid_len, *_ = encode_source(sentence, src_vocab, num_steps, truncate)  # (1, s), (1,)
+    device = model_device(model)
     was_training = model.training
     model.eval()
-    enc_outputs = model.encoder(X, valid_len)                                 # (1, s, d)
+    enc_outputs = model.encoder(X.to(device), valid_len.to(device))           # (1, s, d)
     encoder = torch.stack([w[0] for w in model.encoder.attention_weights])    # (L, H, s, s)
     outputs = translation.output_tokens or [EOS]
     inputs = [BOS] + outputs[:-1]
-    dec_X = torch.tensor([tgt_vocab[inputs]])                                 # (1, T)
-    model.decoder(dec_X, model.decoder.init_state(enc_outputs, valid_len))
+    dec_X = torch.tensor([tgt_vocab[inputs]], device=device)                  # (1, T)
+    model.decoder(dec_X, model.decoder.init_state(enc_outputs, valid_len.to(device)))
     self_weights, cross_weights = model.decoder.attention_weights
     model.train(was_training)
     return AttentionMaps(translation, src_vocab.to_tokens(X[0]), int(valid_len), inputs, outputs,
-                         encoder, torch.stack([w[0] for w in self_weights]),  # (L, H, T, T)
-                         torch.stack([w[0] for w in cross_weights]))           # (L, H, T, s)
+                         encoder.cpu(), torch.stack([w[0] for w in self_weights]).cpu(),
+                         torch.stack([w[0] for w in cross_weights]).cpu())  # (L,H,s,s) (L,H,T,T) (L,H,T,s)
 
 
 def future_attention_share(weights: torch.Tensor) -> torch.Tensor:
@@ -417,13 +418,15 @@ def teacher_forced_attention(model: Transformer, source: str, target: str, src_v
         raise ValueError(f"the target must have 1 to {num_steps - 1} words, got {len(words)}; "
                          f"pass a reference translation such as \"il est calme .\"")
     inputs = [BOS] + words
+    device = model_device(model)
+    X, valid_len = X.to(device), valid_len.to(device)
     was_training = model.training
     model.eval()
     state = model.decoder.init_state(model.encoder(X, valid_len), valid_len)
-    model.decoder(torch.tensor([tgt_vocab[inputs]]), state)                      # (1, T, vocab)
+    model.decoder(torch.tensor([tgt_vocab[inputs]], device=device), state)      # (1, T, vocab)
     model.train(was_training)
     weights = torch.stack([w[0] for w in model.decoder.attention_weights[0]])    # (L, H, T, T)
-    return weights, inputs
+    return weights.cpu(), inputs
 
 
 # ============================================================================ the causal-mask demo
@@ -448,7 +451,7 @@ def causal_demo_summary(model, src_vocab, tgt_vocab, result, num_steps: int,
     weights, inputs = teacher_forced_attention(model, *probe, src_vocab, tgt_vocab, num_steps)
     return {"losses": list(result.losses), "final_loss": result.loss,
             "translations": translations, "bleu": scores, "mean_bleu": sum(scores) / len(scores),
-            "attention": weights.mean(dim=(0, 1)).numpy(),                # (T, T)
+            "attention": weights.mean(dim=(0, 1)).cpu().numpy(),                # (T, T)
             "future_share": float(future_attention_share(weights).mean()),
             "inputs": inputs, "pairs": list(pairs)}
 

@@ -49,8 +49,8 @@ model = build(config, src_vocab, tgt_vocab)
 tokens_per_epoch = sum(int(batch[3].sum()) for batch in data_iter)
 start = time.perf_counter()
 if loop == "ours":
-    result = train_seq2seq(model, data_iter, config.lr, config.num_epochs, tgt_vocab,
-                           animate=False, show_progress=False, num_threads=1)
+    result = train_seq2seq(model, data_iter, config.lr, config.num_epochs, tgt_vocab, "cpu",
+                           animate=False, show_progress=False, num_threads=1)   # as d2l's below
     loss = result.book_loss
 else:
     for name in ("torchvision", "torchvision.transforms"):
