@@ -207,10 +207,6 @@ class TransformerDecoder(nn.Module):
         self.dense = nn.Linear(num_hiddens, vocab_size)
         self._attention_weights = [[None] * num_blks, [None] * num_blks]
 
-    @property
-    def causal(self) -> bool:
-        return all(blk.causal for blk in self.blks)
-
     def init_state(self, enc_outputs, enc_valid_lens=None, *args):
         """[enc_outputs (b, s, d), enc_valid_lens None | (b,), empty cache (one slot per block)]."""
         return [enc_outputs, enc_valid_lens, [None] * self.num_blks]
