@@ -193,8 +193,8 @@ class ScaledDotProductAttention(DotProductAttention):
 class BilinearAttention(AttentionScoring):
     """Score qᵀW k with a learned W of shape (query_size, key_size)."""
 
-    def __init__(self, query_size: int, key_size: int, dropout: float = 0.0):
-        super().__init__(dropout)
+    def __init__(self, key_size: int, query_size: int, dropout: float = 0.0):
+        super().__init__(dropout)                              # sizes in AdditiveAttention's order
         self.W = nn.Linear(key_size, query_size, bias=False)   # weight (query_size, key_size)
 
     def score(self, queries, keys):

@@ -4,13 +4,13 @@ Interface (stable; lessons 6 and 7 build on it)::
 
     MultiHeadAttention(num_hiddens, num_heads, dropout=0.0, bias=False,
                        key_size=None, query_size=None, value_size=None)
-    mha(queries, keys, values, valid_lens=None, need_weights=None) -> (batch, queries, num_hiddens)
+    mha(queries, keys, values, valid_lens=None, need_weights=True) -> (batch, queries, num_hiddens)
 
 - queries (b, m, query_size), keys (b, n, key_size), values (b, n, value_size); the three sizes
   default to ``num_hiddens``.
 - valid_lens: None, (b,) one length per sequence, or (b, m) one length per query (causal masks).
-- ``need_weights`` (argument, or the attribute of the same name when the argument is None;
-  default True): when True the explicit path runs and ``mha.attention_weights`` holds the
+- ``need_weights`` (an argument of each call, default True): when True the explicit path runs
+  and ``mha.attention_weights`` holds the
   weights per head, shape (b, num_heads, m, n); when False the fused
   ``torch.nn.functional.scaled_dot_product_attention`` runs and ``attention_weights`` is None.
 - ``num_heads`` must divide ``num_hiddens`` (each head gets ``num_hiddens // num_heads``
@@ -165,15 +165,12 @@ class MultiHeadAttention(nn.Module):
         self.W_k = nn.Linear(key_size or num_hiddens, num_hiddens, bias=bias)
         self.W_v = nn.Linear(value_size or num_hiddens, num_hiddens, bias=bias)
         self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
-        self.need_weights = True
         self.attention_weights = None          # (b, num_heads, m, n) after a forward with weights
 
-    def forward(self, queries, keys, values, valid_lens=None, need_weights=None):
+    def forward(self, queries, keys, values, valid_lens=None, need_weights: bool = True):
         """queries (b, m, q), keys (b, n, k), values (b, n, v) -> (b, m, num_hiddens)."""
         lens = check_multihead_inputs(self, queries, keys, values, valid_lens)  # None or (b, m)
         (b, m, _), n = queries.shape, keys.shape[1]
-        if need_weights is None:
-            need_weights = self.need_weights
         h = self.num_heads
         if not need_weights:
             return self._fused(queries, keys, values, lens)

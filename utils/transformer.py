@@ -15,7 +15,7 @@ Building blocks (shapes: b = batch, n = steps, d = num_hiddens, f = ffn_num_hidd
         decoder(tokens (b, n), state) -> (logits (b, n, vocab_size), state)
     Transformer(src_vocab_size, tgt_vocab_size, ...)           the encoder–decoder of lesson 4
 
-The decoder **state** is the book's list ``[enc_outputs, enc_valid_lens, cache]``: ``cache[i]``
+The decoder **state** is the tuple ``(enc_outputs, enc_valid_lens, cache)``: ``cache[i]``
 holds every input block ``i`` has seen so far, (b, t, d). A call with n new tokens appends them,
 and their self-attention sees the t cached positions plus themselves (query ``t + j`` sees keys
 ``0 .. t + j`` under the causal mask). So the same code serves training (one call, the whole
@@ -169,7 +169,7 @@ class TransformerDecoderBlock(nn.Module):
         self.addnorm3 = AddNorm(num_hiddens, dropout)
 
     def forward(self, X, state):
-        """X (b, n, d) and state [enc_outputs (b, s, d), enc_valid_lens, cache] -> (b, n, d), state."""
+        """X (b, n, d) and state (enc_outputs (b, s, d), enc_valid_lens, cache) -> (b, n, d), state."""
         enc_outputs, enc_valid_lens, cache = state[0], state[1], state[2]
         cached = cache[self.i]                                        # (b, t, d) or None
         key_values = X if cached is None else torch.cat((cached, X), dim=1)   # (b, t + n, d)
@@ -208,8 +208,8 @@ class TransformerDecoder(nn.Module):
         self._attention_weights = [[None] * num_blks, [None] * num_blks]
 
     def init_state(self, enc_outputs, enc_valid_lens=None, *args):
-        """[enc_outputs (b, s, d), enc_valid_lens None | (b,), empty cache (one slot per block)]."""
-        return [enc_outputs, enc_valid_lens, [None] * self.num_blks]
+        """(enc_outputs (b, s, d), enc_valid_lens None | (b,), empty cache: one slot per block)."""
+        return enc_outputs, enc_valid_lens, [None] * self.num_blks
 
     def forward(self, X, state):
         """X: token indices (b, n) -> (logits (b, n, vocab_size), state)."""
