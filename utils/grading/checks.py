@@ -157,3 +157,63 @@ def check_plain_torch(fn, forbidden_modules=FORBIDDEN_MODULES,
         from_library = isinstance(module, str) and module.startswith(tuple(forbidden_modules))
         if name in forbidden_names or (target is not None and from_library):
             raise _forbidden(fn.__name__, name)
+
+
+# --- Named mistakes -------------------------------------------------------------------------
+# A test cell computes, next to the right answer, the outputs of the typical wrong answers
+# (softmax over the wrong axis, no 1/sqrt(d), ...) on the same input, and asks ``diagnose``
+# whether the student's output is one of them. If it is, the student reads what went wrong and
+# how to fix it instead of the first failing number. Only outputs are compared, so this works
+# the same when the student's function runs in the grading sandbox (a remote proxy whose
+# results arrive as plain data).
+
+def _as_float64(x):
+    """``x`` as a float64 tensor, or None if it is not numeric data."""
+    if isinstance(x, bool):
+        return torch.tensor(float(x), dtype=torch.float64)
+    if isinstance(x, torch.Tensor):
+        return x.detach().to(torch.float64)
+    if isinstance(x, (int, float)):
+        return torch.tensor(float(x), dtype=torch.float64)
+    if isinstance(x, (list, tuple)):
+        try:
+            return torch.as_tensor(x, dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError):
+            return None
+    return None
+
+
+def matches(actual, candidate, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
+    """True if ``actual`` equals ``candidate`` (same shape, elementwise within the tolerance;
+    NaN matches NaN and infinities must agree). Never raises: anything else is no match."""
+    if isinstance(actual, (tuple, list)) and isinstance(candidate, (tuple, list)) and (
+            any(isinstance(a, (torch.Tensor, tuple, list)) for a in actual)
+            or any(isinstance(c, (torch.Tensor, tuple, list)) for c in candidate)):
+        return len(actual) == len(candidate) and all(
+            matches(a, c, atol, rtol) for a, c in zip(actual, candidate))
+    a, c = _as_float64(actual), _as_float64(candidate)
+    if a is None or c is None or tuple(a.shape) != tuple(c.shape):
+        return False
+    return bool(torch.allclose(a, c, atol=atol, rtol=rtol, equal_nan=True))
+
+
+def diagnose(actual, expected, candidates, what: str, atol: float = 1e-5,
+             rtol: float = 1e-4) -> None:
+    """Fail with a named mistake if ``actual`` is the output of a known wrong answer.
+
+    ``candidates`` maps a message (what went wrong: the fix, one or two lines) to the output
+    that mistake gives on the same input; a list of (message, output) pairs may repeat a
+    message for two variants of one mistake. Nothing happens if ``actual`` is right (matches
+    ``expected``) or matches no candidate: the ordinary checks that follow then report the
+    first wrong number. A candidate equal to ``expected`` on this input is skipped, so a right
+    answer is never blamed. ``expected=None`` skips that guard: use it only where every
+    candidate differs from the right answer on this input (the tests grade a right answer).
+    """
+    if expected is not None and matches(actual, expected, atol, rtol):
+        return
+    pairs = candidates.items() if isinstance(candidates, dict) else candidates
+    for message, wrong in pairs:
+        if expected is not None and matches(wrong, expected, atol, rtol):
+            continue
+        if matches(actual, wrong, atol, rtol):
+            raise AssertionError(f"{what}: {message}")
