@@ -1,17 +1,20 @@
 """Benchmark 5 — grading throughput: one chapter's class graded with 1 and with 2 workers.
 
-    .venv/bin/python -m tests.benchmarks.bench_grading [--students 30] [--chapter 01]
+    .venv/bin/python -m tests.benchmarks.bench_grading [--students 30 [120 ...]] [--chapter 01]
 
 Builds a class from the released student notebook (every third student answers with the
 instructor's solutions, the others hand in the untouched student version or a wrong answer),
 then times `python -m utils.grading autograde --workers N --force` on the same submissions in
-fresh course directories. Prints submissions per minute, the speed-up, and checks that both runs
-export the same grade table.
+fresh course directories, the whole command (start-up included) as an instructor runs it. Prints
+submissions per minute, CPU seconds per submission (all processes), the speed-up, and checks
+that both runs export the same grade table. With two class sizes it also prints the cost of one
+more submission (the difference of the two runs), which is what a large class pays.
 """
 
 import argparse
 import os
 import pathlib
+import resource
 import subprocess
 import sys
 import tempfile
@@ -41,42 +44,63 @@ def build_class(chapter_dir: pathlib.Path, released: pathlib.Path, inbox: pathli
     kinds = [instructor, student, wrong]
     inbox.mkdir(parents=True)
     for index in range(students):
-        nbformat.write(kinds[index % 3], inbox / f"student{index:02d}.ipynb")
+        nbformat.write(kinds[index % 3], inbox / f"student{index:03d}.ipynb")
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def grade(chapter: str, assignment: str, inbox: pathlib.Path, course: pathlib.Path,
-          workers: int) -> tuple[float, str]:
+          workers: int) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds of every process, exported grade table)."""
     run_cli("release", "--chapter", chapter, course=course)
     run_cli("collect", str(inbox), "--chapter", assignment, course=course)
-    start = time.perf_counter()
+    cpu, start = _children_cpu(), time.perf_counter()
     run_cli("autograde", "--chapter", chapter, "--workers", str(workers), "--force", course=course)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, _children_cpu() - cpu
     table = course / "grades.csv"
     run_cli("export", "--chapter", chapter, "--to", str(table), course=course)
-    return seconds, table.read_text()
+    return seconds, cpu, table.read_text()
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--students", type=int, default=30)
+    parser.add_argument("--students", type=int, nargs="+", default=[30])
     parser.add_argument("--chapter", default="01")
     args = parser.parse_args(argv)
     chapter_dir = next((REPO / "chapters").glob(f"{args.chapter}_*"))
     assignment = chapter_dir.name
-    print(f"# Grading throughput, {args.students} submissions of {assignment} — {machine()} — "
-          f"rev {git_revision()}")
+    print(f"# Grading throughput, {' and '.join(map(str, args.students))} submissions of "
+          f"{assignment} — {machine()} — rev {git_revision()}")
+    results, same = {}, True
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as tmp:
         tmp = pathlib.Path(tmp)
         run_cli("release", "--chapter", args.chapter, course=tmp / "seed")
-        build_class(chapter_dir, tmp / "seed" / "release" / assignment / "exercises.ipynb",
-                    tmp / "inbox", args.students)
-        results = {n: grade(args.chapter, assignment, tmp / "inbox", tmp / f"course{n}", n)
-                   for n in (1, 2)}
-    rows = [[n, f"{s:.1f}", f"{args.students / s * 60:.1f}"] for n, (s, _) in results.items()]
-    print_table(["workers", "wall s", "submissions / min"], rows)
-    speedup = results[1][0] / results[2][0]
-    same = results[1][1] == results[2][1]
-    print(f"speed-up with 2 workers: {speedup:.2f}x; grade tables identical: {same}")
+        released = tmp / "seed" / "release" / assignment / "exercises.ipynb"
+        for size in args.students:
+            build_class(chapter_dir, released, tmp / f"inbox{size}", size)
+            for workers in (1, 2):
+                results[size, workers] = grade(args.chapter, assignment, tmp / f"inbox{size}",
+                                               tmp / f"course{size}-{workers}", workers)
+            same = same and results[size, 1][2] == results[size, 2][2]
+    rows = [[size, workers, f"{wall:.1f}", f"{size / wall * 60:.1f}", f"{cpu / size:.2f}"]
+            for (size, workers), (wall, cpu, _) in results.items()]
+    print_table(["students", "workers", "wall s (start-up included)", "submissions / min",
+                 "CPU s / submission"], rows)
+    for size in args.students:
+        print(f"{size} students: speed-up with 2 workers "
+              f"{results[size, 1][0] / results[size, 2][0]:.2f}x")
+    if len(args.students) > 1:
+        small, large = min(args.students), max(args.students)
+        for workers in (1, 2):
+            extra = ((results[large, workers][0] - results[small, workers][0])
+                     / (large - small))
+            print(f"{workers} worker(s): each further submission {extra:.3f} s "
+                  f"({60 / extra:.0f} / min); start-up "
+                  f"{results[small, workers][0] - small * extra:.1f} s")
+    print(f"grade tables identical with 1 and 2 workers: {same}")
     return 0 if same else 1
 
 

@@ -49,9 +49,18 @@ def cell_role(cell) -> str:
     return "student"
 
 
+_NAMES = {}                      # (kind, code object) -> names: the same for every student
+
+
 def loaded_names(code) -> set:
     """Global names a code object (and the functions inside it) reads, plus string constants
     that look like names (``checks.check_defined("answer", globals())``)."""
+    if ("loaded", code) not in _NAMES:
+        _NAMES["loaded", code] = frozenset(_loaded_names(code))
+    return set(_NAMES["loaded", code])
+
+
+def _loaded_names(code) -> set:
     names, stack = set(), [code]
     while stack:
         current = stack.pop()
@@ -65,8 +74,11 @@ def loaded_names(code) -> set:
 
 def stored_names(code) -> set:
     """Global names a cell's top level binds (assignments, imports, defs)."""
-    return {i.argval for i in dis.get_instructions(code)
-            if i.opname in ("STORE_NAME", "STORE_GLOBAL", "DELETE_NAME")}
+    if ("stored", code) not in _NAMES:
+        _NAMES["stored", code] = frozenset(
+            i.argval for i in dis.get_instructions(code)
+            if i.opname in ("STORE_NAME", "STORE_GLOBAL", "DELETE_NAME"))
+    return set(_NAMES["stored", code])
 
 
 _COMPILED = {}                   # (source, label) -> compiled cell: the same for every student

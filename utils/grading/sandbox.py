@@ -496,7 +496,8 @@ class Sandbox:
 
     def close(self) -> None:
         self.kill("closed by the grader")
-        self._wait_briefly()
+        if not self.forked:                  # forked: the template reaps it before the next
+            self._wait_briefly()
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             try:
                 stream.close()
