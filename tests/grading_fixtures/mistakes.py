@@ -15,27 +15,33 @@ class Mistake(NamedTuple):
     test: str            # grade_id of the test cell that must fail (all others pass)
     edits: tuple         # (old, new) text replacements in the instructor's solution
     diagnosis: str       # words the feedback must show
+    # Test cells of later exercises whose answers call the rewritten function: they fail too
+    # (a wrong scaled_scores makes attention_weights wrong), as they would for a real student.
+    downstream: tuple = ()
 
 
-def M(name, solution, test, edits, diagnosis):
-    return Mistake(name, solution, test, tuple(edits), diagnosis)
+def M(name, solution, test, edits, diagnosis, downstream=()):
+    return Mistake(name, solution, test, tuple(edits), diagnosis, tuple(downstream))
+
+
+_USES_SCORES = ("test_attention_weights", "test_attend")       # lesson 1: both call scaled_scores
 
 
 MISTAKES = {
     "01_attention_cues": [
         M("c1-no-sqrt-d", "scaled_scores", "test_scaled_scores",
-          [("/ math.sqrt(d)", "")], "the scores are not scaled"),
+          [("/ math.sqrt(d)", "")], "the scores are not scaled", _USES_SCORES),
         M("c1-divide-by-d", "scaled_scores", "test_scaled_scores",
-          [("/ math.sqrt(d)", "/ d")], "you divided by d"),
+          [("/ math.sqrt(d)", "/ d")], "you divided by d", _USES_SCORES),
         M("c1-softmax-queries", "attention_weights", "test_attention_weights",
           [("scores = scores - scores.max(dim=-1, keepdim=True).values      # keeps exp finite\n"
             "    exp_scores = torch.exp(scores)\n"
             "    return exp_scores / exp_scores.sum(dim=-1, keepdim=True)",
             "return torch.softmax(scores, dim=1)")],
-          "each row sums to 1 over the queries, not the keys"),
+          "each row sums to 1 over the queries, not the keys", ["test_attend"]),
         M("c1-times-temperature", "attention_weights", "test_attention_weights",
           [("scaled_scores(queries, keys) / temperature", "scaled_scores(queries, keys) * temperature")],
-          "divide the scores by the temperature, do not multiply"),
+          "divide the scores by the temperature, do not multiply", ["test_attend"]),
         M("c1-swapped-pair", "attend", "test_attend",
           [("return weights @ values, weights", "return weights, weights @ values")],
           "return the pair (outputs, weights), in that order"),
@@ -61,7 +67,8 @@ MISTAKES = {
           [("x_keys[None, :]) / sigma", "x_keys[None, :])")],
           "divide the distances by sigma before the kernel"),
         M("c2-self-included", "leave_one_out_errors", "test_leave_one_out_errors",
-          [("scores.masked_fill(self_pair, -math.inf)", "scores")], "itself included"),
+          [("scores.masked_fill(self_pair, -math.inf)", "scores")], "itself included",
+          ["test_best_sigma"]),                      # best_sigma calls leave_one_out_errors
         M("c2-summed", "leave_one_out_errors", "test_leave_one_out_errors",
           [("((weights @ y - y) ** 2).mean()", "((weights @ y - y) ** 2).sum()")],
           "average the squared errors over the n points"),

@@ -1,0 +1,168 @@
+"""Feedback that teaches (issue 18): typical mistakes are named in the feedback, with the fix.
+
+For every chapter, one submission per mistake listed in tests/grading_fixtures/mistakes.py (the
+released notebook filled with the instructor's answers, one of them rewritten to make that
+mistake) and one fully correct submission go through the real CLI — release, collect, ONE
+autograde call for all chapters, feedback, export — in one course directory. Then:
+each wrong submission loses exactly the points of its exercise (and of the later exercises whose
+answers call the broken function), keeps all others, and its feedback page names the mistake;
+the correct one earns every autograded point; no feedback page shows a hidden-test line.
+"""
+
+import csv
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import nbformat
+import pytest
+
+from conftest import CHAPTERS, REPO
+from grading_fixtures.mistakes import MISTAKES, submission
+
+ASSIGNMENTS = sorted(MISTAKES)
+CORRECT = "correct"
+
+
+def _nbgrader(cell) -> dict:
+    return cell.metadata.get("nbgrader", {})
+
+
+def instructor(assignment: str):
+    return nbformat.read(CHAPTERS / assignment / "exercises.ipynb", as_version=4)
+
+
+def autograded_points(nb) -> dict:
+    """grade_id -> points of the autograded test cells."""
+    return {_nbgrader(c)["grade_id"]: _nbgrader(c)["points"] for c in nb.cells
+            if _nbgrader(c).get("grade") and not _nbgrader(c).get("solution")}
+
+
+def hidden_lines(nb) -> list:
+    from utils.grading.feedback import split_hidden
+    return [line for c in nb.cells if c.cell_type == "code" for line in split_hidden(c.source)[1]]
+
+
+def page_text(path: pathlib.Path) -> str:
+    from utils.grading.feedback import html_text
+    return html_text(path.read_text(encoding="utf-8"))
+
+
+def run_cli(*args, course):
+    env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course))
+    result = subprocess.run([sys.executable, "-m", "utils.grading", *args, "--quiet"], cwd=REPO,
+                            env=env, capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, (f"utils.grading {' '.join(args)} exited "
+                                    f"{result.returncode}:\n{result.stdout}\n{result.stderr[-3000:]}")
+    return result
+
+
+@pytest.fixture(scope="module")
+def graded():
+    """The course directory after grading every chapter's submissions, and the grades by
+    (assignment, student): {grade_id: score}."""
+    with tempfile.TemporaryDirectory(prefix="diagnoses-") as tmp:
+        course, inbox = pathlib.Path(tmp) / "course", pathlib.Path(tmp) / "inbox"
+        run_cli("release", "--chapter", "all", course=course)
+        for assignment in ASSIGNMENTS:
+            released = nbformat.read(course / "release" / assignment / "exercises.ipynb",
+                                     as_version=4)
+            box = inbox / assignment
+            box.mkdir(parents=True)
+            nbformat.write(submission(released, instructor(assignment)), box / f"{CORRECT}.ipynb")
+            for mistake in MISTAKES[assignment]:
+                nbformat.write(submission(released, instructor(assignment), mistake),
+                               box / f"{mistake.name}.ipynb")
+            run_cli("collect", str(box), "--chapter", assignment, course=course)
+        run_cli("autograde", "--chapter", "all", "--timeout", "60", course=course)
+        run_cli("feedback", "--chapter", "all", course=course)
+        run_cli("export", "--chapter", "all", "--to", str(course / "grades.csv"), course=course)
+        grades = {}
+        for row in csv.DictReader(open(course / "grades.csv", encoding="utf-8")):
+            for column, value in row.items():
+                if ":" in column and value not in ("", None):
+                    assignment, grade_id = column.split(":", 1)
+                    grades.setdefault((assignment, row["student_id"]), {})[grade_id] = float(value)
+        yield course, grades
+
+
+def test_every_autograded_exercise_has_two_diagnoses_in_visible_test_code():
+    """Static: at least two mistakes per autograded cell, each named in the cell's visible code
+    (so the message never comes from a hidden test) and not in any hidden region."""
+    from utils.grading.feedback import split_hidden
+    for assignment in ASSIGNMENTS:
+        nb = instructor(assignment)
+        visible = {_nbgrader(c).get("grade_id"): split_hidden(c.source)[0] for c in nb.cells}
+        hidden = "\n".join(hidden_lines(nb))
+        for grade_id in autograded_points(nb):
+            named = [m for m in MISTAKES[assignment] if m.test == grade_id]
+            assert len(named) >= 2, f"{assignment}/{grade_id}: {len(named)} diagnosed mistakes"
+            for mistake in named:
+                words = mistake.diagnosis.split(": ")[0][:30]
+                assert words in visible[grade_id], f"{mistake.name}: not in {grade_id}'s visible code"
+                assert words not in hidden, f"{mistake.name}: diagnosis text in a hidden test"
+
+
+def test_no_visible_code_quotes_a_hidden_test_line():
+    """Static: the feedback check refuses a page that contains a hidden-test line anywhere, so
+    visible test code and the answers (which feedback shows) must not contain one."""
+    from utils.grading.feedback import leak_markers, split_hidden
+    for assignment in ASSIGNMENTS:
+        nb = instructor(assignment)
+        visible = "\n".join(split_hidden(c.source)[0] for c in nb.cells)
+        quoted = sorted(m for m in leak_markers(hidden_lines(nb)) if m in visible)
+        assert not quoted, f"{assignment}: visible code contains hidden-test lines {quoted}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_correct_submission_gets_full_marks(graded, assignment):
+    _, grades = graded
+    points = autograded_points(instructor(assignment))
+    scores = grades[(assignment, CORRECT)]
+    for grade_id, maximum in points.items():
+        assert scores.get(grade_id) == maximum, (
+            f"{assignment}: the correct submission earns {scores.get(grade_id)} of {maximum} "
+            f"on {grade_id}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_each_mistake_costs_its_exercise_and_is_named_in_the_feedback(graded, assignment):
+    course, grades = graded
+    points = autograded_points(instructor(assignment))
+    problems = []
+    for mistake in MISTAKES[assignment]:
+        scores = grades.get((assignment, mistake.name))
+        if scores is None:
+            problems.append(f"{mistake.name}: no grades")
+            continue
+        lost = {mistake.test, *mistake.downstream}
+        for grade_id, maximum in points.items():
+            want = 0.0 if grade_id in lost else float(maximum)
+            if scores.get(grade_id) != want:
+                problems.append(f"{mistake.name}: {grade_id} scored {scores.get(grade_id)}, "
+                                f"expected {want}")
+        page = course / "feedback" / mistake.name / assignment / "exercises.html"
+        if not page.exists():
+            problems.append(f"{mistake.name}: no feedback page")
+        elif mistake.diagnosis not in page_text(page):
+            problems.append(f"{mistake.name}: feedback does not say {mistake.diagnosis!r}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_no_feedback_page_shows_a_hidden_test_line(graded):
+    from utils.grading.feedback import find_leaks
+    course, _ = graded
+    checked = 0
+    for assignment in ASSIGNMENTS:
+        hidden = hidden_lines(instructor(assignment))
+        for page in sorted((course / "feedback").glob(f"*/{assignment}/exercises.html")):
+            leaks = find_leaks(page.read_text(encoding="utf-8"), hidden)
+            assert not leaks, f"{page.relative_to(course)} shows hidden test code: {leaks[:3]}"
+            checked += 1
+    expected = sum(len(MISTAKES[a]) + 1 for a in ASSIGNMENTS)
+    assert checked == expected, f"{checked} feedback pages, expected {expected}"
