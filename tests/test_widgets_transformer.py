@@ -9,9 +9,10 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from utils.data import Vocab  # noqa: E402
-from utils.transformer import Transformer, TransformerConfig, attention_maps  # noqa: E402
+from utils.transformer import (Transformer, TransformerConfig, attention_maps,  # noqa: E402
+                               causal_demo_runs)
 from utils.widgets.transformer import (CausalMaskExplorer, TransformerAttentionExplorer,  # noqa: E402
-                                       causal_demo_runs, pick_heatmap)
+                                       pick_heatmap)
 
 SENTENCES = ("go .", "i lost .", "he's calm .")
 

@@ -42,16 +42,30 @@ def explorers():
 
 
 def _later_lessons():
-    """Explorers of lessons 4-7, when those lessons exist (they register a `benchmark_explorers`)."""
-    import importlib
-    for lesson, module in (("04", "bahdanau"), ("05", "multihead"), ("06", "positional_encoding"),
-                           ("07", "transformer")):
-        try:
-            mod = importlib.import_module(f"utils.widgets.{module}")
-        except ModuleNotFoundError:
-            continue
-        for name, factory in getattr(mod, "benchmark_explorers", lambda: [])():
-            yield lesson, name, factory
+    """The explorers of lessons 4-7, with the lessons' models (shipped, or from the model cache)."""
+    from utils.seq2seq import BahdanauConfig, train_or_load_bahdanau
+    from utils.transformer import TransformerConfig, causal_demo_runs, train_or_load_transformer
+    from utils.widgets.bahdanau import AlignmentExplorer
+    from utils.widgets.multihead import HeadsExplorer
+    from utils.widgets.positional_encoding import PositionalEncodingExplorer
+    from utils.widgets.transformer import CausalMaskExplorer, TransformerAttentionExplorer
+
+    def alignment():
+        config = BahdanauConfig()
+        model, src_vocab, tgt_vocab, *_ = train_or_load_bahdanau(config, animate=False)
+        return AlignmentExplorer(model, src_vocab, tgt_vocab, config.num_steps)
+
+    def transformer_attention():
+        config = TransformerConfig()
+        model, src_vocab, tgt_vocab, *_ = train_or_load_transformer(config, animate=False,
+                                                                    show_progress=False)
+        return TransformerAttentionExplorer(model, src_vocab, tgt_vocab, config.num_steps)
+
+    yield "04", "AlignmentExplorer", alignment
+    yield "05", "HeadsExplorer", HeadsExplorer
+    yield "06", "PositionalEncodingExplorer", PositionalEncodingExplorer
+    yield "07", "TransformerAttentionExplorer", transformer_attention
+    yield "07", "CausalMaskExplorer", lambda: CausalMaskExplorer(causal_demo_runs())
 
 
 def control_values(control, count: int) -> list:

@@ -253,14 +253,3 @@ class AlignmentExplorer(BlittedExplorer):
             finally:
                 self._syncing = False
         self.update()
-
-
-def benchmark_explorers():
-    """(name, factory) of this lesson's explorers, for tests/benchmarks/bench_widgets.py
-    (the model is the lesson's, loaded from the model cache or trained once)."""
-    def factory():
-        from utils.seq2seq import BahdanauConfig, train_or_load_bahdanau
-        config = BahdanauConfig()
-        model, src_vocab, tgt_vocab, *_ = train_or_load_bahdanau(config, animate=False)
-        return AlignmentExplorer(model, src_vocab, tgt_vocab, config.num_steps)
-    return [("AlignmentExplorer", factory)]

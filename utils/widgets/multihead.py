@@ -189,8 +189,3 @@ class HeadsExplorer(BlittedExplorer):
         return (f"heads: {state['heads']} &nbsp;·&nbsp; head size: {state['head_size']} "
                 f"&nbsp;·&nbsp; valid length: {state['valid_len']} &nbsp;·&nbsp; "
                 f"query {state['query']} looks hardest at keys: [{looks}]{note}")
-
-
-def benchmark_explorers():
-    """(name, factory) of this lesson's explorers, for tests/benchmarks/bench_widgets.py."""
-    return [("HeadsExplorer", HeadsExplorer)]

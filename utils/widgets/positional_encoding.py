@@ -177,8 +177,3 @@ class PositionalEncodingExplorer(BlittedExplorer):
                 f"{columns[0]}–{columns[-1]} (periods {periods}); longest period "
                 f"{state['longest_period']:.0f}; similarity depends only on j − i "
                 f"(largest deviation {state['offset_spread']:.1e})")
-
-
-def benchmark_explorers():
-    """(name, factory) of this lesson's explorers, for tests/benchmarks/bench_widgets.py."""
-    return [("PositionalEncodingExplorer", PositionalEncodingExplorer)]

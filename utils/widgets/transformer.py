@@ -18,9 +18,7 @@ import matplotlib
 import numpy as np
 
 # The demo's data and computations live in utils.transformer (re-exported here for lessons).
-from utils.transformer import (DEMO_CONFIG, TEST_PAIRS, TransformerConfig,  # noqa: F401
-                               attention_maps, causal_demo_runs, causal_demo_summary,
-                               train_or_load_transformer)
+from utils.transformer import TEST_PAIRS, attention_maps
 from utils.widgets.base import BlittedExplorer
 
 ATTENTION_KINDS = {"encoder self-attention": "encoder", "decoder self-attention": "decoder_self",
@@ -214,15 +212,3 @@ class CausalMaskExplorer(BlittedExplorer):
                 f"loss {state['final_loss']:.3f} per token &nbsp;·&nbsp; weight on future "
                 f"positions {100 * state['future_share']:.0f}% &nbsp;·&nbsp; mean BLEU "
                 f"{state['mean_bleu']:.2f}<br>{lines}")
-
-
-def benchmark_explorers():
-    """(name, factory) of this lesson's explorers, for tests/benchmarks/bench_widgets.py
-    (the models are the lesson's, loaded from the model cache or trained once)."""
-    def attention_factory():
-        config = TransformerConfig()
-        model, src_vocab, tgt_vocab, *_ = train_or_load_transformer(
-            config, animate=False, show_progress=False)
-        return TransformerAttentionExplorer(model, src_vocab, tgt_vocab, config.num_steps)
-    return [("TransformerAttentionExplorer", attention_factory),
-            ("CausalMaskExplorer", lambda: CausalMaskExplorer(causal_demo_runs()))]
