@@ -322,9 +322,7 @@ def generate(model: DecoderOnlyLM, prompt_tokens, max_new_tokens: int, *, use_ca
     Both give the same tokens. Runs in eval mode and restores the model's mode afterwards.
     """
     tokens = _as_prompt(prompt_tokens, model.config.vocab_size)            # (b, n0)
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
-            or max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
+    check_positive_int("max_new_tokens", max_new_tokens, minimum=0)
     last_fed = tokens.shape[1] + max_new_tokens - 1                        # the last token is not fed
     if last_fed > model.config.max_len:
         raise ValueError(f"{tokens.shape[1]} prompt tokens + {max_new_tokens} new ones need "

@@ -25,6 +25,8 @@ from typing import Callable
 import torch
 from torch import nn
 
+from utils.validation import check_positive_int
+
 KERNELS = ("gaussian", "boxcar", "epanechnikov", "laplace")
 X_LOW, X_HIGH = 0.0, 5.0          # training inputs are uniform in [X_LOW, X_HIGH)
 TEST_STEP = 0.1                   # test inputs 0, 0.1, ..., 4.9
@@ -124,8 +126,7 @@ def average_pooling(y_values, n_queries: int) -> tuple[torch.Tensor, torch.Tenso
     y_values (n,) -> predictions (n_queries,), weights (n_queries, n).
     """
     y_values = _as_vector(y_values, "y_values")
-    if isinstance(n_queries, bool) or not isinstance(n_queries, int) or n_queries < 1:
-        raise ValueError(f"n_queries must be a positive int, got {n_queries!r}")
+    check_positive_int("n_queries", n_queries)
     n = y_values.numel()
     weights = torch.full((n_queries, n), 1.0 / n)                  # (m, n)
     return weights @ y_values, weights                             # (m,), (m, n)
@@ -235,8 +236,7 @@ def train_parametric(x_train, y_train, epochs: int = 5, lr: float = 0.5, seed: i
     """Fit w by leave-one-out: predict each y_i from the other n - 1 pairs, summed squared loss,
     full-batch SGD. Returns (model, losses): the summed loss of each epoch, before its step.
     ``on_epoch(epoch, loss)`` is called after every epoch (e.g. ``Animator.add``)."""
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs must be a positive int, got {epochs!r}")
+    check_positive_int("epochs", epochs)
     if not lr > 0:
         raise ValueError(f"learning rate lr must be > 0, got {lr}; pass e.g. lr=0.5")
     x_train, y_train = _check_pairs(x_train, y_train)
