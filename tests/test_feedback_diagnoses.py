@@ -5,7 +5,8 @@ released notebook filled with the instructor's answers, one of them rewritten to
 mistake) and one fully correct submission go through the real CLI — release, collect, ONE
 autograde call for all chapters, feedback, export — in one course directory. Then:
 each wrong submission loses exactly the points of its exercise (and of the later exercises whose
-answers call the broken function), keeps all others, and its feedback page names the mistake;
+answers call the broken function, whose feedback then names that function as the cause), keeps
+all others, and its feedback page names the mistake;
 the correct one earns every autograded point; no feedback page shows a hidden-test line.
 """
 
@@ -148,8 +149,11 @@ def test_each_mistake_costs_its_exercise_and_is_named_in_the_feedback(graded, as
         page = course / "feedback" / mistake.name / assignment / "exercises.html"
         if not page.exists():
             problems.append(f"{mistake.name}: no feedback page")
-        elif mistake.diagnosis not in page_text(page):
-            problems.append(f"{mistake.name}: feedback does not say {mistake.diagnosis!r}")
+        else:
+            text = page_text(page)
+            for words in (mistake.diagnosis, *mistake.downstream_says):
+                if words not in text:
+                    problems.append(f"{mistake.name}: feedback does not say {words!r}")
     assert not problems, "\n".join(problems)
 
 

@@ -18,30 +18,37 @@ class Mistake(NamedTuple):
     # Test cells of later exercises whose answers call the rewritten function: they fail too
     # (a wrong scaled_scores makes attention_weights wrong), as they would for a real student.
     downstream: tuple = ()
+    downstream_says: tuple = ()   # words the feedback of those later cells must show
 
 
-def M(name, solution, test, edits, diagnosis, downstream=()):
-    return Mistake(name, solution, test, tuple(edits), diagnosis, tuple(downstream))
+def M(name, solution, test, edits, diagnosis, downstream=(), downstream_says=()):
+    return Mistake(name, solution, test, tuple(edits), diagnosis, tuple(downstream),
+                   tuple(downstream_says))
 
 
 _USES_SCORES = ("test_attention_weights", "test_attend")       # lesson 1: both call scaled_scores
+_BLAMES_1 = "but scaled_scores (exercise 1) is wrong: fix it first"
+_BLAMES_2 = "but attention_weights (exercise 2) is wrong: fix it first"
 
 
 MISTAKES = {
     "01_attention_cues": [
         M("c1-no-sqrt-d", "scaled_scores", "test_scaled_scores",
-          [("/ math.sqrt(d)", "")], "the scores are not scaled", _USES_SCORES),
+          [("/ math.sqrt(d)", "")], "the scores are not scaled", _USES_SCORES,
+          [_BLAMES_1, _BLAMES_2]),
         M("c1-divide-by-d", "scaled_scores", "test_scaled_scores",
-          [("/ math.sqrt(d)", "/ d")], "you divided by d", _USES_SCORES),
+          [("/ math.sqrt(d)", "/ d")], "you divided by d", _USES_SCORES,
+          [_BLAMES_1, _BLAMES_2]),
         M("c1-softmax-queries", "attention_weights", "test_attention_weights",
           [("scores = scores - scores.max(dim=-1, keepdim=True).values      # keeps exp finite\n"
             "    exp_scores = torch.exp(scores)\n"
             "    return exp_scores / exp_scores.sum(dim=-1, keepdim=True)",
             "return torch.softmax(scores, dim=1)")],
-          "each row sums to 1 over the queries, not the keys", ["test_attend"]),
+          "each row sums to 1 over the queries, not the keys", ["test_attend"], [_BLAMES_2]),
         M("c1-times-temperature", "attention_weights", "test_attention_weights",
           [("scaled_scores(queries, keys) / temperature", "scaled_scores(queries, keys) * temperature")],
-          "divide the scores by the temperature, do not multiply", ["test_attend"]),
+          "divide the scores by the temperature, do not multiply", ["test_attend"],
+          [_BLAMES_2]),
         M("c1-swapped-pair", "attend", "test_attend",
           [("return weights @ values, weights", "return weights, weights @ values")],
           "return the pair (outputs, weights), in that order"),

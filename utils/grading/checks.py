@@ -217,3 +217,17 @@ def diagnose(actual, expected, candidates, what: str, atol: float = 1e-5,
             continue
         if matches(actual, wrong, atol, rtol):
             raise AssertionError(f"{what}: {message}")
+
+
+def output_or_none(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, or None if it raises: for a diagnosis that looks at another of
+    the student's answers (which may be unfinished) without failing because of it."""
+    try:
+        return fn(*args, **kwargs)
+    except TimeoutError:
+        raise
+    except Exception as error:   # noqa: BLE001 - the other answer failed: no diagnosis
+        # The grader's own errors (a sandbox that died, a broken call) are not the student's.
+        if type(error).__module__.startswith("utils.grading"):
+            raise
+        return None
