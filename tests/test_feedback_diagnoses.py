@@ -170,3 +170,42 @@ def test_no_feedback_page_shows_a_hidden_test_line(graded):
             checked += 1
     expected = sum(len(MISTAKES[a]) + 1 for a in ASSIGNMENTS)
     assert checked == expected, f"{checked} feedback pages, expected {expected}"
+
+
+def test_diagnose_names_a_known_wrong_output_and_never_a_right_one():
+    import math
+
+    import torch
+
+    from utils.grading import checks
+    scores = torch.tensor([[[1.0, 2.0], [3.0, 0.0]]])
+    right, wrong = torch.softmax(scores, dim=-1), torch.softmax(scores, dim=1)
+    mistakes = {"over the queries: take the softmax over the keys": wrong,
+                "never shown: equal to the right answer": right.clone()}
+    checks.diagnose(right, right, mistakes, "weights")                     # right: nothing
+    checks.diagnose(right * 2, right, mistakes, "weights")                 # unknown: nothing
+    with pytest.raises(AssertionError, match="^weights: over the queries: take the softmax"):
+        checks.diagnose(wrong, right, mistakes, "weights")
+    nan_row = torch.tensor([[math.nan, math.nan], [0.5, 0.5]])            # a fully masked row
+    with pytest.raises(AssertionError, match="NaN"):
+        checks.diagnose(nan_row.clone(), None, [("-inf mask gives NaN", nan_row)], "w")
+    pair = (torch.ones(2), torch.zeros(3))
+    with pytest.raises(AssertionError, match="order"):
+        checks.diagnose(pair[::-1], pair, {"wrong order": pair[::-1]}, "result")
+    with pytest.raises(AssertionError, match="clipping"):
+        checks.diagnose(1.0, 0.5, {"clipping": 1}, "bleu")
+    assert not checks.matches(torch.ones(2, 3), torch.ones(3, 2))          # shapes differ
+    assert not checks.matches(object(), [1.0])                             # not data: no match
+    assert checks.matches([[1.0], [1.0, 2.0]], [[1.0], [1.0, 2.0]]) in (True, False)   # no raise
+
+
+def test_output_or_none_hides_student_errors_but_not_the_graders():
+    from utils.grading import checks
+
+    def unfinished():
+        raise NotImplementedError()
+
+    assert checks.output_or_none(unfinished) is None
+    assert checks.output_or_none(lambda x: x + 1, 1) == 2
+    with pytest.raises(TimeoutError):
+        checks.output_or_none(lambda: (_ for _ in ()).throw(TimeoutError()))
