@@ -117,6 +117,21 @@ def test_no_visible_code_quotes_a_hidden_test_line():
         assert not quoted, f"{assignment}: visible code contains hidden-test lines {quoted}"
 
 
+def test_no_visible_code_quotes_a_solution_line():
+    """Static, as tests/test_exercises.py checks the released notebook: a diagnosis message or
+    a wrong variant must not contain a line of the solution or of a hidden test."""
+    from test_exercises import marked_lines, visible_lines
+    for assignment in ASSIGNMENTS:
+        path = CHAPTERS / assignment / "exercises.ipynb"
+        visible = visible_lines(path)
+        secret = [line for line in marked_lines(path, "### BEGIN SOLUTION", "### END SOLUTION")
+                  + marked_lines(path, "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
+                  if line not in visible]
+        text = "\n".join(visible)
+        quoted = [line for line in secret if line in text]
+        assert not quoted, f"{assignment}: visible code quotes {quoted[:3]}"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_correct_submission_gets_full_marks(graded, assignment):
