@@ -220,8 +220,11 @@ def diagnose(actual, expected, candidates, what: str, atol: float = 1e-5,
 
 
 def output_or_none(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)``, or None if it raises: for a diagnosis that looks at another of
-    the student's answers (which may be unfinished) without failing because of it."""
+    """``fn(*args, **kwargs)``, or None if ``fn`` is None or raises: for a diagnosis that looks
+    at another of the student's answers, which may be missing (pass
+    ``globals().get("name")``) or unfinished, without failing because of it."""
+    if fn is None:
+        return None
     try:
         return fn(*args, **kwargs)
     except TimeoutError:
