@@ -419,7 +419,7 @@ def test_shipped_models_load_when_the_cache_is_empty(tmp_path, monkeypatch):
     model, sv, tv, result, trained_file, _ = train_or_load_bahdanau(config, pairs, animate=False)
     shipped = tmp_path / "shipped"
     monkeypatch.setattr(model_cache, "SHIPPED_DIR", shipped)
-    model_cache.save_model(shipped / trained_file.name, model, sv, tv, result, config)
+    model_cache.save_model(shipped / trained_file.name, model, (sv, tv), result, config)
     trained_file.unlink()                                            # empty user cache
     loaded = train_or_load_bahdanau(config, pairs, animate=False)
     assert loaded[5] is True and loaded[4] == shipped / trained_file.name

@@ -47,12 +47,13 @@ def settings_key(kind: str, config, path=None, versions: dict | None = None) -> 
 
 def train_or_load(kind: str, config, *, vocabs: Callable, build: Callable, train: Callable,
                   versions: dict, path=None, use_cache: bool = True, refresh: bool = False,
-                  **train_kwargs):
+                  result_type=TrainResult, **train_kwargs):
     """Load the ``kind`` model trained with ``config`` if cached, else train and store it.
 
-    ``vocabs(config, path) -> (src_vocab, tgt_vocab)``, ``build(config, src_vocab,
-    tgt_vocab) -> model`` and ``train(config, path, **train_kwargs) -> (model, src_vocab,
-    tgt_vocab, result)`` describe the model. Returns (model, src_vocab, tgt_vocab, result,
+    ``vocabs(config, path) -> (vocab, ...)`` (a translation model has a source and a target
+    vocabulary, a language model one), ``build(config, *vocabs) -> model`` and
+    ``train(config, path, **train_kwargs) -> (model, *vocabs, result)`` describe the model;
+    ``result_type`` is the dataclass of ``result``. Returns (model, *vocabs, result,
     cache_file, from_cache). A cached file that cannot be read or does not fit is ignored with
     a warning and the model is retrained; ``use_cache=False`` neither reads nor writes;
     ``refresh=True`` always trains and then writes (the tests train for real this way, and the
@@ -66,29 +67,29 @@ def train_or_load(kind: str, config, *, vocabs: Callable, build: Callable, train
                 continue
             try:
                 saved = torch.load(candidate, map_location="cpu", weights_only=True)
-                src_vocab, tgt_vocab = vocabs(config, path)
-                if saved["vocab_sizes"] != [len(src_vocab), len(tgt_vocab)]:
+                vocab_list = tuple(vocabs(config, path))
+                if saved["vocab_sizes"] != [len(vocab) for vocab in vocab_list]:
                     raise ValueError("vocabulary sizes differ")
-                model = build(config, src_vocab, tgt_vocab)
+                model = build(config, *vocab_list)
                 model.load_state_dict(saved["state_dict"])
                 model.eval()
-                return (model, src_vocab, tgt_vocab, TrainResult(**saved["result"]), candidate,
-                        True)
+                return (model, *vocab_list, result_type(**saved["result"]), candidate, True)
             except Exception as error:   # noqa: BLE001 - any unreadable file means: retrain
                 warnings.warn(f"ignoring the stored model {candidate} ({error}); retraining",
                               UserWarning, stacklevel=3)
-    model, src_vocab, tgt_vocab, result = train(config, path, **train_kwargs)
+    model, *vocab_list, result = train(config, path, **train_kwargs)
     if use_cache:
-        save_model(cache_file, model, src_vocab, tgt_vocab, result, config)
-    return model, src_vocab, tgt_vocab, result, cache_file, False
+        save_model(cache_file, model, vocab_list, result, config)
+    return (model, *vocab_list, result, cache_file, False)
 
 
-def save_model(file: pathlib.Path, model, src_vocab, tgt_vocab, result, config) -> pathlib.Path:
-    """Write a trained model as ``train_or_load`` reads it (atomically: never half a file)."""
+def save_model(file: pathlib.Path, model, vocabs, result, config) -> pathlib.Path:
+    """Write a trained model as ``train_or_load`` reads it (atomically: never half a file).
+    ``vocabs``: the model's vocabularies, in ``train_or_load``'s order."""
     file.parent.mkdir(parents=True, exist_ok=True)
     partial = file.with_suffix(f".{os.getpid()}.part")              # two writers never collide
     torch.save({"state_dict": model.state_dict(), "result": dataclasses.asdict(result),
-                "vocab_sizes": [len(src_vocab), len(tgt_vocab)],
+                "vocab_sizes": [len(vocab) for vocab in vocabs],
                 "config": dataclasses.asdict(config)}, partial)
     os.replace(partial, file)
     return file

@@ -81,10 +81,9 @@ def make(name: str, epochs: int | None = None, folder: pathlib.Path = SHIPPED_DI
         config = dataclasses.replace(config, num_epochs=epochs)
     if num_examples is not None:
         config = dataclasses.replace(config, num_examples=num_examples)
-    model, src_vocab, tgt_vocab, result = train(config, path, animate=False,
-                                                show_progress=show_progress)
+    model, *vocabs, result = train(config, path, animate=False, show_progress=show_progress)
     file = folder / f"{kind}-{settings_key(kind, config, path, versions)}.pt"
-    save_model(file, model, src_vocab, tgt_vocab, result, config)
+    save_model(file, model, vocabs, result, config)
     print(f"{name}: {result.summary()} -> {file}")
     return file
 
