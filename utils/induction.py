@@ -19,29 +19,47 @@ the token found there.
                                               after the previous occurrence of the query's token
     head_scores(model, tokens)                -> {"previous_token": (L, h), "induction": (L, h)}
     train_induction(config=INDUCTION_MODEL, steps=..., ...) -> InductionRun
+    InductionSettings, LESSON_INDUCTION     the lesson's run (one head per layer, 4,000 steps,
+                                            training tokens drawn with replacement)
+    train_or_load_induction(settings=LESSON_INDUCTION) -> (InductionRun, file, from_cache)
+
+The lesson's run ships under ``assets/models`` (``python -m utils.induction`` makes it again):
+4,000 steps take about 30 s on one thread, but a run on another CPU differs by round-off and
+its sudden drop can come a few hundred steps earlier or later, so every machine shows the
+shipped one, the same as the lesson's text.
 """
 
+import argparse
 import dataclasses
+import hashlib
+import json
+import os
+import pathlib
+import sys
+import warnings
 
 import torch
 from torch.nn import functional as F
 
 from utils.language_model import DecoderOnlyConfig, DecoderOnlyLM
-from utils.validation import check_positive_int
+from utils.validation import check_flag, check_positive_int
 
 
 # ============================================================================ the data
 
 def repeated_block_batch(batch_size: int, block_len: int, vocab_size: int, generator=None, *,
-                         min_block_len=None) -> torch.Tensor:
+                         min_block_len=None, distinct: bool = True) -> torch.Tensor:
     """Tokens (b, 2·block_len): ``block_len`` distinct random tokens, then the same block again.
 
     All tokens of a row are distinct apart from the repeat (drawn without replacement), so every
     token of the second copy has exactly one earlier occurrence: the induction target is
-    unambiguous. With ``min_block_len``, each row's block length is drawn uniformly from
-    ``min_block_len .. block_len`` and the row starts with distinct filler tokens, so the distance
-    between the copies varies: a head can no longer find the earlier copy by position alone and
-    has to use the tokens (this is what makes the model build real induction heads).
+    unambiguous. With ``distinct=False`` the tokens are drawn with replacement instead (a token
+    may recur inside a block, as in Olsson et al.'s random sequences; the scores below assume
+    distinct tokens, so measure on a distinct batch). With ``min_block_len``, each row's block
+    length is drawn uniformly from ``min_block_len .. block_len`` and the row starts with
+    filler tokens, so the distance between the copies varies: a head can no longer find the
+    earlier copy by position alone and has to use the tokens (this is what makes the model
+    build real induction heads).
     """
     for name, value in (("batch_size", batch_size), ("block_len", block_len),
                         ("vocab_size", vocab_size)):
@@ -50,13 +68,17 @@ def repeated_block_batch(batch_size: int, block_len: int, vocab_size: int, gener
     if isinstance(shortest, bool) or not isinstance(shortest, int) or not 1 <= shortest <= block_len:
         raise ValueError(f"min_block_len must be an integer in 1..block_len={block_len}, got "
                          f"{min_block_len!r}; or None for one block length")
+    check_flag("distinct", distinct)
     n = 2 * block_len
     distinct_needed = n - shortest                                         # filler + block
-    if distinct_needed > vocab_size:
+    if distinct and distinct_needed > vocab_size:
         raise ValueError(f"rows need {distinct_needed} distinct tokens but vocab_size="
                          f"{vocab_size}; use a shorter block, a larger min_block_len or a larger "
                          f"vocabulary")
-    fresh = torch.rand(batch_size, vocab_size, generator=generator).argsort(dim=1)  # (b, V)
+    if distinct:
+        fresh = torch.rand(batch_size, vocab_size, generator=generator).argsort(dim=1)  # (b, V)
+    else:
+        fresh = torch.randint(0, vocab_size, (batch_size, n), generator=generator)     # (b, n)
     lens = torch.randint(shortest, block_len + 1, (batch_size,), generator=generator)  # (b,)
     starts = n - 2 * lens                                # filler length = first copy's start
     position = torch.arange(n)[None, :]                                    # (1, n)
@@ -185,8 +207,10 @@ def head_scores(model: DecoderOnlyLM, tokens: torch.Tensor) -> dict:
 
 # ============================================================================ training
 
-# The experiment's model: two layers of attention only (no FFN), as in Olsson et al.
-INDUCTION_MODEL = DecoderOnlyConfig(vocab_size=64, num_hiddens=64, num_heads=4, num_blks=2,
+# The experiment's model: two layers of attention only (no FFN), as in Olsson et al., with one
+# head per layer (with four heads per layer, runs here learned the copy task with the work spread
+# over several heads, and no map showed a clean previous-token or induction head).
+INDUCTION_MODEL = DecoderOnlyConfig(vocab_size=64, num_hiddens=64, num_heads=1, num_blks=2,
                                     attention_only=True, max_len=64)
 
 
@@ -229,13 +253,15 @@ def train_induction(config: DecoderOnlyConfig = INDUCTION_MODEL, steps: int = 60
                     block_len: int = 12, min_block_len=4, batch_size: int = 32,
                     lr: float = 3e-3, seed: int = 0,
                     num_checkpoints: int = 5, eval_batch_size: int = 64,
-                    num_threads: int | None = None) -> InductionRun:
+                    num_threads: int | None = None, distinct: bool = True) -> InductionRun:
     """Train ``config``'s model with Adam on fresh repeated-block batches, predicting every next
-    token of ``repeated_block_batch(batch_size, block_len, ..., min_block_len=min_block_len)``
-    (None: every block has block_len tokens, and the model may find the earlier copy by
-    position alone). Returns the per-step losses and ``num_checkpoints`` checkpoints evenly spread over
-    steps 0..steps. Seeded: the same arguments give the same run; the global random state is
-    left as it was. ``num_threads`` sets PyTorch's intra-op threads for the run (then restored).
+    token of ``repeated_block_batch(batch_size, block_len, ..., min_block_len=min_block_len,
+    distinct=distinct)`` (min_block_len None: every block has block_len tokens, and the model
+    may find the earlier copy by position alone). The checkpoints measure on a fixed batch of
+    distinct tokens, where every induction target is unambiguous. Returns the per-step losses
+    and ``num_checkpoints`` checkpoints evenly spread over steps 0..steps. Seeded: the same
+    arguments give the same run; the global random state is left as it was. ``num_threads``
+    sets PyTorch's intra-op threads for the run (then restored).
     """
     if not isinstance(config, DecoderOnlyConfig):
         raise ValueError(f"config must be a DecoderOnlyConfig, got {type(config).__name__}; "
@@ -257,9 +283,11 @@ def train_induction(config: DecoderOnlyConfig = INDUCTION_MODEL, steps: int = 60
     checkpoint_steps = sorted({round(i * steps / (num_checkpoints - 1))
                                for i in range(num_checkpoints)})
     data = torch.Generator().manual_seed(seed)
-    batch = lambda size, generator: repeated_block_batch(size, block_len, config.vocab_size,
-                                                         generator, min_block_len=min_block_len)
-    eval_tokens = batch(eval_batch_size, torch.Generator().manual_seed(seed + 1))
+    def batch(size, generator, distinct_tokens):
+        return repeated_block_batch(size, block_len, config.vocab_size, generator,
+                                    min_block_len=min_block_len, distinct=distinct_tokens)
+
+    eval_tokens = batch(eval_batch_size, torch.Generator().manual_seed(seed + 1), True)
     saved_threads = torch.get_num_threads()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -275,7 +303,7 @@ def train_induction(config: DecoderOnlyConfig = INDUCTION_MODEL, steps: int = 60
                 if step == steps:
                     break
                 model.train()
-                tokens = batch(batch_size, data)                       # (b, 2·block_len)
+                tokens = batch(batch_size, data, distinct)             # (b, 2·block_len)
                 loss = per_position_loss(model, tokens).mean()
                 optimizer.zero_grad()
                 loss.backward()
@@ -285,3 +313,123 @@ def train_induction(config: DecoderOnlyConfig = INDUCTION_MODEL, steps: int = 60
             torch.set_num_threads(saved_threads)
     model.eval()
     return InductionRun(model, losses, checkpoints, eval_tokens)
+
+
+# ============================================================================ the lesson's run
+
+# Bump when the task, the model or the training code changes what a run computes.
+INDUCTION_CODE_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class InductionSettings:
+    """The arguments of ``train_induction`` that decide a run (the model: ``config``)."""
+
+    config: DecoderOnlyConfig = INDUCTION_MODEL
+    steps: int = 4000
+    block_len: int = 12
+    min_block_len: int | None = 4
+    batch_size: int = 32
+    lr: float = 1e-3
+    seed: int = 0
+    num_checkpoints: int = 17              # every 250 steps
+    eval_batch_size: int = 64
+    distinct: bool = False                 # training tokens drawn with replacement
+
+    def key(self) -> str:
+        """A hash of the settings, the code version and torch's version."""
+        text = json.dumps({"settings": dataclasses.asdict(self),
+                           "code_version": INDUCTION_CODE_VERSION,
+                           "torch": torch.__version__.split("+")[0]}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+    def file_name(self) -> str:
+        return f"induction-{self.key()}.pt"
+
+
+LESSON_INDUCTION = InductionSettings()
+
+
+def run_settings(settings: InductionSettings, **overrides) -> InductionSettings:
+    """``settings`` with some fields replaced (e.g. ``steps=200`` for a quick check)."""
+    return dataclasses.replace(settings, **overrides)
+
+
+def train_run(settings: InductionSettings = LESSON_INDUCTION,
+              num_threads: int | None = 1) -> InductionRun:
+    """``train_induction`` with ``settings`` (one thread by default: fastest for this size)."""
+    fields = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)}
+    config = fields.pop("config")
+    steps = fields.pop("steps")
+    return train_induction(config, steps, num_threads=num_threads, **fields)
+
+
+def save_run(run: InductionRun, settings: InductionSettings, folder: pathlib.Path) -> pathlib.Path:
+    """Write ``run`` as ``<folder>/induction-<key>.pt`` (atomically) and return the path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    file = folder / settings.file_name()
+    partial = file.with_suffix(f".{os.getpid()}.part")
+    torch.save({"state_dict": run.model.state_dict(), "losses": run.losses,
+                "eval_tokens": run.eval_tokens,
+                "checkpoints": [dataclasses.asdict(c) for c in run.checkpoints]}, partial)
+    os.replace(partial, file)
+    return file
+
+
+def load_run(file: pathlib.Path, settings: InductionSettings) -> InductionRun:
+    saved = torch.load(file, map_location="cpu", weights_only=True)
+    model = DecoderOnlyLM(settings.config)
+    model.load_state_dict(saved["state_dict"])
+    model.eval()
+    checkpoints = [InductionCheckpoint(**c) for c in saved["checkpoints"]]
+    return InductionRun(model, list(saved["losses"]), checkpoints, saved["eval_tokens"])
+
+
+def train_or_load_induction(settings: InductionSettings = LESSON_INDUCTION, *,
+                            use_cache: bool = True):
+    """The run of ``settings``: from the user's cache, else the shipped file, else trained
+    (and cached). Returns (InductionRun, file, from_cache)."""
+    from utils.model_cache import SHIPPED_DIR, model_cache_dir
+
+    cache_file = model_cache_dir() / settings.file_name()
+    if use_cache:
+        for candidate in (cache_file, SHIPPED_DIR / settings.file_name()):
+            if candidate.is_file():
+                try:
+                    return load_run(candidate, settings), candidate, True
+                except Exception as error:    # noqa: BLE001 - unreadable: train again
+                    warnings.warn(f"ignoring the stored run {candidate} ({error}); retraining",
+                                  UserWarning, stacklevel=2)
+    run = train_run(settings)
+    if use_cache:
+        save_run(run, settings, cache_file.parent)
+    return run, cache_file, False
+
+
+def main(argv=None) -> int:
+    """``python -m utils.induction [--steps N] [--out DIR]``: train the lesson's run and write
+    it (default: ``assets/models``, with ``SHA256SUMS`` updated)."""
+    from utils.model_cache import SHIPPED_DIR
+    from utils.shipped_models import write_checksums
+
+    parser = argparse.ArgumentParser(description="Train and write lesson 8's induction run.")
+    parser.add_argument("--steps", type=int, help="train this many steps instead (a check)")
+    parser.add_argument("--out", type=pathlib.Path, default=SHIPPED_DIR)
+    args = parser.parse_args(argv)
+    settings = LESSON_INDUCTION
+    if args.steps is not None:
+        if args.steps < 1:
+            parser.error(f"--steps must be >= 1, got {args.steps}")
+        settings = run_settings(settings, steps=args.steps,
+                                num_checkpoints=min(settings.num_checkpoints, args.steps + 1))
+    run = train_run(settings)
+    file = save_run(run, settings, args.out)
+    last = run.checkpoints[-1]
+    print(f"induction: {settings.steps} steps, second-copy loss {last.second_copy_loss:.2f} "
+          f"(first copy {last.first_copy_loss:.2f}) -> {file}")
+    print(f"checksums: {write_checksums(args.out)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -43,6 +43,7 @@ from utils.validation import check_dropout, check_positive, check_positive_int
 # Bump when the data, model or training code changes trained weights (old cached files are
 # then ignored).
 LM_CODE_VERSION = 1
+LM_VERSIONS = {"lm_code_version": LM_CODE_VERSION}
 
 
 # ============================================================================ settings
@@ -270,11 +271,12 @@ def build_language_model(config: LMConfig, vocab: Vocab) -> DecoderOnlyLM:
 
 
 def train_language_model(config: LMConfig = LESSON_LM, path=None, *, animate: bool = True,
-                         show_progress: bool = True, num_threads: int | None = None):
+                         show_progress: bool = True, num_threads: int | None = 1):
     """Train ``config``'s model on its training sentences (Adam, gradient clipping, dropout),
     scoring the held-out sentences after each epoch (untimed). Returns (model, vocab, result).
     Seeded: the same config, data and machine give the same model; the global random state is
-    left as it was. ``animate`` draws the two loss curves live in Jupyter."""
+    left as it was. ``animate`` draws the two loss curves live in Jupyter. ``num_threads``:
+    torch's intra-op threads for the run (restored after; None keeps the current setting)."""
     from utils.plotting import Animator, progress
 
     sentences = lm_sentences(config, path)
@@ -347,7 +349,7 @@ def train_or_load_language_model(config: LMConfig = LESSON_LM, path=None, *,
 
     return train_or_load("language_model", config, vocabs=_vocab_tuple,
                          build=build_language_model, train=train_language_model,
-                         versions={"lm_code_version": LM_CODE_VERSION}, path=path,
+                         versions=LM_VERSIONS, path=path,
                          use_cache=use_cache, refresh=refresh, result_type=LMTrainResult,
                          animate=animate, show_progress=show_progress)
 

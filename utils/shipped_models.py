@@ -1,13 +1,13 @@
-"""The trained translation models that ship under ``assets/models/``, and how to make them again.
+"""The trained models that ship under ``assets/models/``, and how to make them again.
 
-    python -m utils.shipped_models all            # retrain all seven (about 20 minutes)
+    python -m utils.shipped_models all            # retrain all eight (about 20 minutes)
     python -m utils.shipped_models transformer    # or one of them (see ``presets()``)
 
 Each model is trained on one CPU thread from its preset (``LESSON_BAHDANAU``,
 ``LESSON_NO_ATTENTION``, ``LESSON_TRANSFORMER``, about 5 minutes each; the book's settings
 ``BahdanauConfig()`` and ``TransformerConfig()``, about 2 minutes each; lesson 7's two
-causal-mask demo runs, seconds) and the data file ``utils.data`` finds (the
-course's shared file in tests and CI), then written as ``<kind>-<key>.pt``: ``key`` hashes the
+causal-mask demo runs, seconds; lesson 8's language model, about a minute) and the data file
+``utils.data`` finds (the course's shared file in tests and CI), then written as ``<kind>-<key>.pt``: ``key`` hashes the
 settings, the data, the code and torch versions, so a lesson loads a shipped model only when
 all of them match, and trains its own otherwise. ``SHA256SUMS`` lists the files' checksums.
 ``--epochs N`` trains N epochs instead, ``--num-examples N`` on the first N pairs only (quick
@@ -31,9 +31,11 @@ def presets() -> dict:
 
     The lessons' main models, and the book-sized ones (600 pairs) that lessons 4 and 7 show
     first, with the two 30-epoch runs of lesson 7's causal-mask demo: shipped too, so that every
-    machine shows the same translations (a model trained elsewhere differs by round-off).
+    machine shows the same translations (a model trained elsewhere differs by round-off); and
+    lesson 8's English language model. (Lesson 8's induction run, which reads no data, ships
+    by ``python -m utils.induction``.)
     """
-    from utils import seq2seq, transformer
+    from utils import lm_training, seq2seq, transformer
 
     bahdanau_versions = {"code_version": seq2seq.MODEL_CODE_VERSION}
     bahdanau = ("bahdanau", seq2seq.train_bahdanau, bahdanau_versions)
@@ -46,6 +48,8 @@ def presets() -> dict:
         "book_transformer": (tf, transformer.TransformerConfig()),
         "causal_demo": (tf, dataclasses.replace(transformer.DEMO_CONFIG, causal=True)),
         "no_causal_demo": (tf, dataclasses.replace(transformer.DEMO_CONFIG, causal=False)),
+        "language_model": (("language_model", lm_training.train_language_model,
+                            lm_training.LM_VERSIONS), lm_training.LESSON_LM),
     }
     return {name: (kind, config, train, versions)
             for name, ((kind, train, versions), config) in table.items()}
