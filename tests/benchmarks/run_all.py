@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 BENCHMARKS = ["bench_course", "bench_widgets", "bench_browser", "bench_training", "bench_heldout",
-              "bench_attention", "bench_grading"]
+              "bench_attention", "bench_grading", "bench_language_model",
+              "bench_induction"]
 
 
 def main() -> int:
