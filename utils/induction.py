@@ -41,6 +41,7 @@ import warnings
 import torch
 from torch.nn import functional as F
 
+from utils.code_fingerprint import code_fingerprint
 from utils.language_model import DecoderOnlyConfig, DecoderOnlyLM
 from utils.validation import check_flag, check_positive_int
 
@@ -317,10 +318,6 @@ def train_induction(config: DecoderOnlyConfig = INDUCTION_MODEL, steps: int = 60
 
 # ============================================================================ the lesson's run
 
-# Bump when the task, the model or the training code changes what a run computes.
-INDUCTION_CODE_VERSION = 1
-
-
 @dataclasses.dataclass(frozen=True)
 class InductionSettings:
     """The arguments of ``train_induction`` that decide a run (the model: ``config``)."""
@@ -337,9 +334,9 @@ class InductionSettings:
     distinct: bool = False                 # training tokens drawn with replacement
 
     def key(self) -> str:
-        """A hash of the settings, the code version and torch's version."""
+        """A hash of the settings, the code (``utils.code_fingerprint``) and torch's version."""
         text = json.dumps({"settings": dataclasses.asdict(self),
-                           "code_version": INDUCTION_CODE_VERSION,
+                           "code": code_fingerprint("utils.induction"),
                            "torch": torch.__version__.split("+")[0]}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 

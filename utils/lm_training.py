@@ -35,15 +35,12 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from utils.code_fingerprint import code_fingerprint
 from utils.data import BOS, EOS, PAD, Vocab, preprocess, read_pairs, tokenize
 from utils.language_model import DecoderOnlyConfig, DecoderOnlyLM, generate
 from utils.masking import length_mask
 from utils.validation import check_dropout, check_positive, check_positive_int
 
-# Bump when the data, model or training code changes trained weights (old cached files are
-# then ignored).
-LM_CODE_VERSION = 1
-LM_VERSIONS = {"lm_code_version": LM_CODE_VERSION}
 
 
 # ============================================================================ settings
@@ -335,6 +332,11 @@ def train_language_model(config: LMConfig = LESSON_LM, path=None, *, animate: bo
     return model, vocab, result
 
 
+def lm_versions() -> dict:
+    """The code part of the cache key: the fingerprint of this module and what it imports."""
+    return {"code": code_fingerprint("utils.lm_training")}
+
+
 def _vocab_tuple(config, path=None):
     return (lm_vocab(config, path),)
 
@@ -349,7 +351,7 @@ def train_or_load_language_model(config: LMConfig = LESSON_LM, path=None, *,
 
     return train_or_load("language_model", config, vocabs=_vocab_tuple,
                          build=build_language_model, train=train_language_model,
-                         versions=LM_VERSIONS, path=path,
+                         versions=lm_versions(), path=path,
                          use_cache=use_cache, refresh=refresh, result_type=LMTrainResult,
                          animate=animate, show_progress=show_progress)
 

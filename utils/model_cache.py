@@ -2,7 +2,8 @@
 
 A model is stored as ``<course cache>/models/<kind>-<key>.pt`` (``~/.cache/attention-course``
 by default), where ``key`` hashes everything that decides its weights: the settings, the
-training pairs, the model code's version and torch's version. Tests never touch the user's
+training pairs, the code that trains it (``utils.code_fingerprint``: any edit to the model,
+training or data code changes the key, so a stale model is never loaded) and torch's version. Tests never touch the user's
 cache: every test session gets a folder of its own (``ATTENTION_COURSE_CACHE``, set by
 ``tests/conftest.py``), and the training tests train for real (``use_cache=False``).
 """
@@ -24,7 +25,7 @@ from utils.training import TrainResult
 
 
 # Trained weights that ship with the course (regenerate with ``python -m utils.shipped_models``).
-# A model is found here when its settings, data file, code and torch versions give the same key.
+# A model is found here when its settings, data file, code and torch version give the same key.
 SHIPPED_DIR = pathlib.Path(__file__).resolve().parents[1] / "assets" / "models"
 
 
@@ -35,7 +36,7 @@ def model_cache_dir() -> pathlib.Path:
 
 def settings_key(kind: str, config, path=None, versions: dict | None = None) -> str:
     """A hash of ``kind``, every field of the dataclass ``config`` (which must have
-    ``num_examples``), the training pairs it reads and the code ``versions``."""
+    ``num_examples``), the training pairs it reads and ``versions`` (the code's fingerprint)."""
     digest = hashlib.sha256()
     digest.update(json.dumps({"model": kind, **(versions or {}),
                               "torch": torch.__version__.split("+")[0],

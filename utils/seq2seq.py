@@ -23,11 +23,9 @@ from utils.data import Vocab
 from utils.model_cache import settings_key, train_or_load
 from utils.training import (EncoderDecoder, TranslationConfig, train_seq2seq, training_data,
                             training_vocabs)
+from utils.code_fingerprint import code_fingerprint
 from utils.validation import check_dropout, check_flag, check_positive_int
 
-# Bump when the model or training code changes in a way that changes trained weights: cached
-# models of the old version are then ignored (see ``model_cache_key``).
-MODEL_CODE_VERSION = 1
 
 # ============================================================================ the model
 
@@ -195,9 +193,14 @@ def train_bahdanau(config: BahdanauConfig = BahdanauConfig(), path=None, *,
     return model, src_vocab, tgt_vocab, result
 
 
+def bahdanau_versions() -> dict:
+    """The code part of the cache key: the fingerprint of this module and what it imports."""
+    return {"code": code_fingerprint("utils.seq2seq")}
+
+
 def model_cache_key(config: BahdanauConfig, path=None) -> str:
-    """A hash of every setting, the training pairs and ``MODEL_CODE_VERSION``."""
-    return settings_key("bahdanau", config, path, {"code_version": MODEL_CODE_VERSION})
+    """A hash of every setting, the training pairs and the code (``bahdanau_versions``)."""
+    return settings_key("bahdanau", config, path, bahdanau_versions())
 
 
 def train_or_load_bahdanau(config: BahdanauConfig = BahdanauConfig(), path=None, *,
@@ -207,7 +210,7 @@ def train_or_load_bahdanau(config: BahdanauConfig = BahdanauConfig(), path=None,
     (see ``utils.model_cache``). Returns (model, src_vocab, tgt_vocab, result, cache_file,
     from_cache)."""
     return train_or_load("bahdanau", config, vocabs=training_vocabs, build=build_bahdanau,
-                         train=train_bahdanau, versions={"code_version": MODEL_CODE_VERSION},
+                         train=train_bahdanau, versions=bahdanau_versions(),
                          path=path, use_cache=use_cache, refresh=refresh, animate=animate,
                          show_progress=show_progress)
 

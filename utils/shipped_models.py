@@ -7,9 +7,11 @@ Each model is trained on one CPU thread from its preset (``LESSON_BAHDANAU``,
 ``LESSON_NO_ATTENTION``, ``LESSON_TRANSFORMER``, about 5 minutes each; the book's settings
 ``BahdanauConfig()`` and ``TransformerConfig()``, about 2 minutes each; lesson 7's two
 causal-mask demo runs, seconds; lesson 8's language model, about a minute) and the data file
-``utils.data`` finds (the course's shared file in tests and CI), then written as ``<kind>-<key>.pt``: ``key`` hashes the
-settings, the data, the code and torch versions, so a lesson loads a shipped model only when
-all of them match, and trains its own otherwise. ``SHA256SUMS`` lists the files' checksums.
+``utils.data`` finds (the course's shared file in tests and CI), then written as
+``<kind>-<key>.pt``: ``key`` hashes the settings, the data, the code that trains the model
+(``utils.code_fingerprint``) and torch's version, so a lesson loads a shipped model only when
+all of them match, and trains its own otherwise: after any change to the model, training or data
+code, run this command again. ``SHA256SUMS`` lists the files' checksums.
 ``--epochs N`` trains N epochs instead, ``--num-examples N`` on the first N pairs only (quick
 checks that the command works; such files have another key, so lessons never mistake them for
 the real ones).
@@ -37,9 +39,8 @@ def presets() -> dict:
     """
     from utils import lm_training, seq2seq, transformer
 
-    bahdanau_versions = {"code_version": seq2seq.MODEL_CODE_VERSION}
-    bahdanau = ("bahdanau", seq2seq.train_bahdanau, bahdanau_versions)
-    tf = ("transformer", transformer.train_transformer, transformer.TRANSFORMER_VERSIONS)
+    bahdanau = ("bahdanau", seq2seq.train_bahdanau, seq2seq.bahdanau_versions())
+    tf = ("transformer", transformer.train_transformer, transformer.transformer_versions())
     table = {
         "bahdanau": (bahdanau, seq2seq.LESSON_BAHDANAU),
         "no_attention": (bahdanau, seq2seq.LESSON_NO_ATTENTION),
@@ -49,7 +50,7 @@ def presets() -> dict:
         "causal_demo": (tf, dataclasses.replace(transformer.DEMO_CONFIG, causal=True)),
         "no_causal_demo": (tf, dataclasses.replace(transformer.DEMO_CONFIG, causal=False)),
         "language_model": (("language_model", lm_training.train_language_model,
-                            lm_training.LM_VERSIONS), lm_training.LESSON_LM),
+                            lm_training.lm_versions()), lm_training.LESSON_LM),
     }
     return {name: (kind, config, train, versions)
             for name, ((kind, train, versions), config) in table.items()}

@@ -47,9 +47,6 @@ from utils.data import BOS, EOS, PAD, Vocab, pairs_loader, read_pairs, tokenize,
 from utils.masking import length_mask
 from utils.validation import check_dropout, check_flag, check_positive, check_positive_int
 
-# Bump when the training or decoding code changes in a way that changes trained weights: cached
-# Transformers of the old version are then ignored (Bahdanau's model: ``seq2seq.MODEL_CODE_VERSION``).
-TRAINING_CODE_VERSION = 1
 
 
 # ============================================================================ devices

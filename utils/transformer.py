@@ -38,13 +38,12 @@ from utils.model_cache import train_or_load
 from utils.multihead import MultiHeadAttention, check_num_heads
 from utils.positional import PositionalEncoding
 from utils.reproducibility import set_seed
-from utils.training import (TRAINING_CODE_VERSION, EncoderDecoder, model_device, TranslationConfig, Translation, encode_source,
+from utils.training import (EncoderDecoder, model_device, TranslationConfig, Translation, encode_source,
                             greedy_translate, train_seq2seq, training_data,
                             training_vocabs)
+from utils.code_fingerprint import code_fingerprint
 from utils.validation import check_dropout, check_flag, check_positive_int
 
-# Bump when the model code changes in a way that changes trained weights (invalidates caches).
-TRANSFORMER_CODE_VERSION = 2
 
 
 def check_ffn_sizes(ffn_num_input, ffn_num_hiddens, ffn_num_outputs) -> None:
@@ -323,8 +322,9 @@ def train_transformer(config: TransformerConfig = TransformerConfig(), path=None
     return model, src_vocab, tgt_vocab, result
 
 
-TRANSFORMER_VERSIONS = {"code_version": TRANSFORMER_CODE_VERSION,
-                        "seq2seq_code_version": TRAINING_CODE_VERSION}
+def transformer_versions() -> dict:
+    """The code part of the cache key: the fingerprint of this module and what it imports."""
+    return {"code": code_fingerprint("utils.transformer")}
 
 
 def train_or_load_transformer(config: TransformerConfig = TransformerConfig(), path=None, *,
@@ -334,7 +334,7 @@ def train_or_load_transformer(config: TransformerConfig = TransformerConfig(), p
     data (see ``utils.model_cache``). Returns (model, src_vocab, tgt_vocab, result, cache_file,
     from_cache)."""
     return train_or_load("transformer", config, vocabs=training_vocabs, build=build_transformer,
-                         train=train_transformer, versions=TRANSFORMER_VERSIONS, path=path,
+                         train=train_transformer, versions=transformer_versions(), path=path,
                          use_cache=use_cache, refresh=refresh, animate=animate,
                          show_progress=show_progress)
 

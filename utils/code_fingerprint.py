@@ -1,0 +1,89 @@
+"""A fingerprint of the code that trains a model, so a cached model never outlives its code.
+
+``code_fingerprint("utils.seq2seq")`` hashes the syntax tree of ``utils/seq2seq.py`` and of every
+``utils`` module it imports, directly or through others (imports inside functions count). Comments,
+docstrings and formatting do not change it; any change to a statement does (``2 * x`` and
+``x * 2`` differ: the fingerprint cannot know they compute the same). ``utils.model_cache`` puts
+it in every model's key, so editing the model, training or data code makes the old cached and
+shipped files invisible: the lesson trains anew, and ``python -m utils.shipped_models`` makes the
+shipped ones again (``tests/test_translation_models.py`` fails until it has).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import pathlib
+
+UTILS_DIR = pathlib.Path(__file__).resolve().parent
+# Tools around the models, never part of what computes the weights.
+NOT_MODEL_CODE = ("utils.widgets", "utils.grading", "utils.notebook_tools", "utils.plotting",
+                  "utils.model_cache", "utils.shipped_models", "utils.code_fingerprint")
+
+
+def module_path(name: str, utils_dir: pathlib.Path = UTILS_DIR) -> pathlib.Path | None:
+    """``utils.x.y`` -> its file under ``utils_dir`` (a module or a package), or None."""
+    parts = name.split(".")[1:]
+    base = utils_dir.joinpath(*parts)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def imported_utils_modules(tree: ast.AST) -> set:
+    """Names of ``utils`` modules (or ``utils.x.name`` candidates) a syntax tree imports."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return {name for name in found if name == "utils" or name.startswith("utils.")}
+
+
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def model_code_modules(start: str, utils_dir: pathlib.Path = UTILS_DIR) -> list:
+    """``start`` and every ``utils`` module it reaches by imports, sorted (tools excluded)."""
+    seen, todo = set(), [start]
+    while todo:
+        name = todo.pop()
+        if name in seen or name.startswith(NOT_MODEL_CODE):
+            continue
+        path = module_path(name, utils_dir)
+        if path is None:
+            continue                                   # ``utils.x.func``: not a module
+        seen.add(name)
+        todo.extend(imported_utils_modules(ast.parse(path.read_text(encoding="utf-8"))))
+    if start not in seen:
+        raise ValueError(f"{start} is not a module under {utils_dir}; pass e.g. 'utils.seq2seq'")
+    return sorted(seen)
+
+
+def source_fingerprint(paths) -> str:
+    """SHA-256 (20 hex digits) of the files' syntax trees without docstrings, in the given order."""
+    digest = hashlib.sha256()
+    for path in paths:
+        tree = _without_docstrings(ast.parse(pathlib.Path(path).read_text(encoding="utf-8")))
+        digest.update(ast.dump(tree, annotate_fields=True, include_attributes=False).encode())
+        digest.update(b"\0")
+    return digest.hexdigest()[:20]
+
+
+@functools.lru_cache(maxsize=None)
+def code_fingerprint(start: str) -> str:
+    """The fingerprint of ``start`` and the ``utils`` modules it imports (see the module
+    docstring); computed once per process."""
+    modules = model_code_modules(start)
+    return source_fingerprint(module_path(name) for name in modules)
