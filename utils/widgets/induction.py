@@ -36,7 +36,8 @@ class InductionExplorer(BlittedExplorer):
         self.panels = [(l, h) for l in range(layers) for h in range(heads)]
         steps = [c.step for c in run.checkpoints]
         controls = {"step": widgets.SelectionSlider(options=steps, value=steps[-1],
-                                                    description="training step")}
+                                                    description="training step",
+                                                    style={"description_width": "initial"})}
         super().__init__(controls, figsize=(10, 3.9))
 
     def build_figure(self, fig):

@@ -39,13 +39,15 @@ class SamplingExplorer(BlittedExplorer):
         self.num_rows = config.num_blks * config.num_heads
         self.row_labels = [f"layer {l + 1} · head {h + 1}" for l in range(config.num_blks)
                            for h in range(config.num_heads)]
+        wide = {"description_width": "initial"}
         controls = {
-            "prompt": widgets.Text(value=prompt, description="prompt", continuous_update=False),
+            "prompt": widgets.Text(value=prompt, description="prompt", continuous_update=False,
+                                   style=wide),
             "temperature": widgets.FloatSlider(value=1.0, min=0.1, max=2.0, step=0.1,
-                                               description="temperature"),
-            "top_k": widgets.IntSlider(value=0, min=0, max=50, description="top-k"),
+                                               description="temperature", style=wide),
+            "top_k": widgets.IntSlider(value=0, min=0, max=50, description="top-k", style=wide),
             "top_p": widgets.FloatSlider(value=1.0, min=0.05, max=1.0, step=0.05,
-                                         description="top-p"),
+                                         description="top-p", style=wide),
         }
         super().__init__(controls, figsize=(10, 3.8))
 
