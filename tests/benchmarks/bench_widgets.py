@@ -25,7 +25,8 @@ import numpy as np  # noqa: E402
 from tests.benchmarks.common import git_revision, machine, print_table, summary_ms  # noqa: E402
 
 MEDIAN_BUDGET_MS, P95_BUDGET_MS = 50.0, 100.0
-# Typed into sentence boxes (lessons 4 and 7): the first time each is translated, then cached.
+# Typed into sentence boxes (lessons 4 and 7; lesson 8's prompt): the first time each is
+# translated (read), then cached.
 SENTENCES = ("go .", "i lost .", "he's calm .", "i'm home .", "i am cold .", "we won .")
 
 
@@ -66,6 +67,22 @@ def _later_lessons():
     yield "06", "PositionalEncodingExplorer", PositionalEncodingExplorer
     yield "07", "TransformerAttentionExplorer", transformer_attention
     yield "07", "CausalMaskExplorer", lambda: CausalMaskExplorer(causal_demo_runs())
+    yield from _lesson_8()
+
+
+def _lesson_8():
+    """Lesson 8's explorers, with its shipped language model and induction run."""
+    from utils.induction import train_or_load_induction
+    from utils.lm_training import train_or_load_language_model
+    from utils.widgets.induction import InductionExplorer
+    from utils.widgets.sampling import SamplingExplorer
+
+    def sampling():
+        model, vocab, *_ = train_or_load_language_model(animate=False, show_progress=False)
+        return SamplingExplorer(model, vocab)
+
+    yield "08", "SamplingExplorer", sampling
+    yield "08", "InductionExplorer", lambda: InductionExplorer(train_or_load_induction()[0])
 
 
 def control_values(control, count: int) -> list:

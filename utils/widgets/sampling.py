@@ -34,6 +34,7 @@ class SamplingExplorer(BlittedExplorer):
         self.model, self.vocab, self.seed = model, vocab, seed
         self.max_new_tokens = max_new_tokens
         self.views = {}                          # prompt text -> NextTokenView (or the error)
+        self.backgrounds = {}                    # prompt text -> its axes, drawn once
         self.shown_prompt = None                 # the prompt the axes are labelled for
         config = model.config
         self.num_rows = config.num_blks * config.num_heads
@@ -80,7 +81,11 @@ class SamplingExplorer(BlittedExplorer):
         self.heat_ax.set_xticks(np.arange(n), view.tokens, rotation=60, fontsize=8)
         self.image.set_extent((-0.5, n - 0.5, self.num_rows - 0.5, -0.5))
         self.heat_ax.set_xlim(-0.5, n - 0.5)
-        self._background = None                                    # axes changed: draw anew
+        # The axes changed: use this prompt's background if drawn before, else draw it anew.
+        self._background = self.backgrounds.get(self.shown_prompt)
+
+    def background_redrawn(self) -> None:
+        self.backgrounds[self.shown_prompt] = self._background
 
     # -- the pure part -------------------------------------------------------------------
     def view_of(self, prompt: str):
@@ -109,8 +114,8 @@ class SamplingExplorer(BlittedExplorer):
             return                                                  # keep the last picture
         view, table = state["view"], state["table"]
         if state["prompt"] != self.shown_prompt:
-            self.label_axes(view, table)
             self.shown_prompt = state["prompt"]
+            self.label_axes(view, table)
         probs, kept = table["probs"].tolist(), table["kept"].tolist()
         for bar, p, keep in zip(self.bars, probs, kept):
             bar.set_width(max(p - FLOOR, 0.0))                      # from FLOOR to p
