@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from utils.attention import ScaledDotProductAttention
 from utils.multihead import (MultiHeadAttention, check_merge, check_multihead_inputs,
                              check_num_heads, check_sequence_lens, check_split,
                              check_torch_compatible, divisors, key_padding_mask, merge_heads,
@@ -208,3 +209,38 @@ def test_bad_input_one_line_errors():
         with pytest.raises(ValueError) as info:
             call()
         assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("lens", [torch.tensor([2, 4]), torch.tensor([[1, 2, 3], [4, 4, 1]])])
+def test_valid_lens_are_checked_once_per_call(monkeypatch, need_weights, lens):
+    import utils.attention
+    import utils.masking
+    import utils.multihead
+    calls = []
+
+    def counting(check):
+        def wrapper(*args, **kwargs):
+            calls.append(args[1:])
+            return check(*args, **kwargs)
+        return wrapper
+
+    for module in (utils.attention, utils.masking, utils.multihead):   # wherever it is called
+        if hasattr(module, "check_valid_lens"):
+            monkeypatch.setattr(module, "check_valid_lens", counting(module.check_valid_lens))
+    mha = MultiHeadAttention(8, 2).eval()
+    queries, keys = torch.randn(2, 3, 8), torch.randn(2, 4, 8)
+    out = mha(queries, keys, keys, lens, need_weights=need_weights)
+    assert out.shape == (2, 3, 8)
+    assert calls == [(2, 3, 4)]
+
+
+def test_attend_without_checks_equals_forward_with_them():
+    torch.manual_seed(0)
+    attention = ScaledDotProductAttention().eval()
+    queries, keys, values = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
+    lens = torch.tensor([2, 5])
+    checked = lens[:, None].expand(2, 3)                                   # (b, m)
+    torch.testing.assert_close(attention(queries, keys, values, lens),
+                               attention.attend(queries, keys, values, checked),
+                               rtol=0, atol=0)

@@ -12,7 +12,7 @@ import math
 import torch
 from torch import nn
 
-from utils.masking import masked_softmax
+from utils.masking import check_valid_lens, masked_softmax, softmax_within_lengths
 
 
 def check_score_inputs(queries: torch.Tensor, keys: torch.Tensor, temperature: float) -> None:
@@ -92,6 +92,15 @@ def check_attention_inputs(queries, keys, values) -> None:
                          f"exactly one value (keys (b, n, k) and values (b, n, v) share n)")
 
 
+def checked_lengths(valid_lens, queries: torch.Tensor, keys: torch.Tensor):
+    """None, or valid_lens checked against queries (b, m, q) and keys (b, n, k) as a long tensor
+    (b, m) on the queries' device (one length per query; a (b,) input is repeated)."""
+    if valid_lens is None:
+        return None
+    (b, m, _), n = queries.shape, keys.shape[1]
+    return check_valid_lens(valid_lens, b, m, n).to(queries.device)      # (b, m)
+
+
 def dot_scores(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     """Unscaled scores q·k: queries (batch, m, d), keys (batch, n, d) -> (batch, m, n)."""
     if queries.shape[-1] != keys.shape[-1]:
@@ -147,8 +156,13 @@ class AttentionScoring(nn.Module):
         Returns (b, m, v).
         """
         check_attention_inputs(queries, keys, values)
+        lens = checked_lengths(valid_lens, queries, keys)               # None or (b, m)
+        return self.attend(queries, keys, values, lens)
+
+    def attend(self, queries, keys, values, lens=None):
+        """``forward`` without the checks, for callers that made them (lens None or (b, m))."""
         scores = self.score(queries, keys)                              # (b, m, n)
-        self.attention_weights = masked_softmax(scores, valid_lens)     # (b, m, n)
+        self.attention_weights = softmax_within_lengths(scores, lens)   # (b, m, n)
         return torch.bmm(self.dropout(self.attention_weights), values)  # (b, m, v)
 
 

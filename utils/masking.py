@@ -1,4 +1,5 @@
-"""Masks for variable-length sequences: ``length_mask``, ``sequence_mask``, ``masked_softmax``.
+"""Masks for variable-length sequences: ``length_mask``, ``sequence_mask``, ``masked_softmax``
+(and ``softmax_within_lengths``, its body for lengths already checked).
 
 Valid lengths follow the book's convention:
 - 1-D, shape ``(batch,)``: one length per sequence, shared by all its queries;
@@ -87,6 +88,15 @@ def masked_softmax(X: torch.Tensor, valid_lens=None) -> torch.Tensor:
         return F.softmax(X, dim=-1)
     batch, queries, keys = X.shape
     lens = check_valid_lens(valid_lens, batch, queries, keys).to(X.device)   # (batch, queries)
-    keep = length_mask(lens, keys)                                           # (b, q, k)
+    return softmax_within_lengths(X, lens)
+
+
+def softmax_within_lengths(X: torch.Tensor, lens) -> torch.Tensor:
+    """``masked_softmax`` for lengths already checked: X (b, q, k), lens None or a long tensor
+    (b, q) on X's device (as ``check_valid_lens`` returns). Callers that checked the lengths
+    at their own entry point use it, so the lengths are checked once per call."""
+    if lens is None:
+        return F.softmax(X, dim=-1)
+    keep = length_mask(lens, X.shape[-1])                                    # (b, q, k)
     weights = F.softmax(X.masked_fill(~keep, MASK_VALUE), dim=-1)
     return weights.masked_fill(~keep, 0.0)

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from utils.attention import ScaledDotProductAttention, check_attention_inputs
+from utils.attention import ScaledDotProductAttention, check_attention_inputs, checked_lengths
 from utils.masking import check_valid_lens, length_mask
 
 
@@ -137,7 +137,8 @@ def multihead_cost(num_hiddens: int, num_heads: int, num_queries: int, num_keys:
 
 
 def check_multihead_inputs(mha, queries, keys, values, valid_lens=None):
-    """Check shapes against the layer's projections; return valid_lens as (b, m) or None."""
+    """Check shapes against the layer's projections; return valid_lens as (b, m) on the queries'
+    device, or None. The only check of the lengths in a forward call."""
     check_attention_inputs(queries, keys, values)
     for name, tensor, layer in (("query", queries, mha.W_q), ("key", keys, mha.W_k),
                                 ("value", values, mha.W_v)):
@@ -146,10 +147,7 @@ def check_multihead_inputs(mha, queries, keys, values, valid_lens=None):
                              f"{layer.in_features} (last dimension), got "
                              f"{tensor.shape[-1]}; build it with "
                              f"{name}_size={tensor.shape[-1]}")
-    if valid_lens is None:
-        return None
-    (b, m, _), n = queries.shape, keys.shape[1]
-    return check_valid_lens(valid_lens, b, m, n)                           # (b, m)
+    return checked_lengths(valid_lens, queries, keys)                     # None or (b, m)
 
 
 class MultiHeadAttention(nn.Module):
@@ -177,7 +175,7 @@ class MultiHeadAttention(nn.Module):
         q = split_heads(self.W_q(queries), h)                  # (b·h, m, d)
         k = split_heads(self.W_k(keys), h)                     # (b·h, n, d)
         v = split_heads(self.W_v(values), h)                   # (b·h, n, d)
-        out = self.attention(q, k, v, repeat_valid_lens(lens, h))  # (b·h, m, d)
+        out = self.attention.attend(q, k, v, repeat_valid_lens(lens, h))  # (b·h, m, d)
         self.attention_weights = self.attention.attention_weights.reshape(b, h, m, n)
         return self.W_o(merge_heads(out, h))                   # (b, m, num_hiddens)
 
@@ -189,7 +187,7 @@ class MultiHeadAttention(nn.Module):
         heads = lambda t, length: t.view(b, length, h, -1).transpose(1, 2)
         mask = None
         if lens is not None:                                   # True = key takes part
-            mask = length_mask(lens.to(queries.device), n)[:, None]   # (b, 1, m, n): all heads
+            mask = length_mask(lens, n)[:, None]               # (b, 1, m, n): all heads
         p = self.attention.dropout.p if self.training else 0.0
         out = F.scaled_dot_product_attention(heads(self.W_q(queries), m), heads(self.W_k(keys), n),
                                              heads(self.W_v(values), n), attn_mask=mask,
