@@ -12,9 +12,11 @@ more submission (the difference of the two runs), which is what a large class pa
 """
 
 import argparse
+import json
 import os
 import pathlib
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,11 +60,24 @@ def grade(chapter: str, assignment: str, inbox: pathlib.Path, course: pathlib.Pa
     run_cli("release", "--chapter", chapter, course=course)
     run_cli("collect", str(inbox), "--chapter", assignment, course=course)
     cpu, start = _children_cpu(), time.perf_counter()
-    run_cli("autograde", "--chapter", chapter, "--workers", str(workers), "--force", course=course)
+    timings = course / "timings.json"
+    run_cli("autograde", "--chapter", chapter, "--workers", str(workers), "--force",
+            "--timings", str(timings), course=course)
     seconds, cpu = time.perf_counter() - start, _children_cpu() - cpu
     table = course / "grades.csv"
     run_cli("export", "--chapter", chapter, "--to", str(table), course=course)
-    return seconds, cpu, table.read_text()
+    phases = [p for per_student in json.loads(timings.read_text()).values()
+              for p in per_student.values()]
+    return seconds, cpu, table.read_text(), phases
+
+
+PHASES = ("grade", "grade_cpu", "record", "record_cpu")
+
+
+def phase_medians(phases: list) -> list:
+    """Median seconds of each phase over the graded submissions."""
+    return [f"{statistics.median(p[name] for p in phases):.3f}" if phases else "-"
+            for name in PHASES]
 
 
 def main(argv=None) -> int:
@@ -86,9 +101,14 @@ def main(argv=None) -> int:
                                                tmp / f"course{size}-{workers}", workers)
             same = same and results[size, 1][2] == results[size, 2][2]
     rows = [[size, workers, f"{wall:.1f}", f"{size / wall * 60:.1f}", f"{cpu / size:.2f}"]
-            for (size, workers), (wall, cpu, _) in results.items()]
+            for (size, workers), (wall, cpu, _, _) in results.items()]
     print_table(["students", "workers", "wall s (start-up included)", "submissions / min",
                  "CPU s / submission"], rows)
+    print("\nInside a worker, per submission (median seconds): grading (sandbox and tests, wall; "
+          "the worker's own CPU), then recording in the gradebook (wall; CPU)")
+    print_table(["students", "workers", *PHASES],
+                [[size, workers, *phase_medians(phases)]
+                 for (size, workers), (_, _, _, phases) in results.items()])
     for size in args.students:
         print(f"{size} students: speed-up with 2 workers "
               f"{results[size, 1][0] / results[size, 2][0]:.2f}x")

@@ -57,7 +57,9 @@ class Summary:
     skipped: list = dataclasses.field(default_factory=list)
     failed: dict = dataclasses.field(default_factory=dict)     # student -> reason
     notes: dict = dataclasses.field(default_factory=dict)      # student -> [note]
+    phases: dict = dataclasses.field(default_factory=dict)     # student -> seconds per phase
     seconds: float = 0.0
+    pool: object = dataclasses.field(default=None, repr=False)  # a pool this assignment started
 
 
 # --- which submissions ------------------------------------------------------------------------
@@ -382,64 +384,95 @@ class Pool:
 def autograde(settings: CourseSettings, assignment: str, options: Options) -> Summary:
     """Grade the submissions of one assignment; see the module docstring. Ctrl-C stops it after
     the submission being recorded; the next run goes on from there."""
-    started = time.monotonic()
-    summary = Summary()
-    found = submissions(settings, assignment, options.student)
+    return autograde_all(settings, [assignment], options)[assignment]
+
+
+def _pool_settings(course: pathlib.Path, assignments: list, options: Options) -> dict:
+    """What every worker's sandbox template needs: limits, paths, and the modules the locked
+    setup cells of all these assignments import (imported once in the template, for all)."""
+    from utils.grading.worker import setup_imports
+    releases = [course / "release" / a / EXERCISES for a in assignments]
+    imports = [name for release in releases for name in setup_imports(str(release))]
+    return {"sandboxed": options.sandboxed, "extra_read_only": list(options.extra_read_only),
+            "limits": {"memory_mb": options.memory_mb},
+            "warm_imports": list(dict.fromkeys(imports))}
+
+
+def autograde_all(settings: CourseSettings, assignments: list, options: Options) -> dict:
+    """Grade the submissions of several assignments with one pool of workers (started once:
+    its start-up, seconds, is paid once for all of them). Returns assignment -> Summary."""
     course = settings.course_dir
-    if not (course / "release" / assignment / EXERCISES).is_file():
-        raise ValueError(f"{assignment} has no release version in {course}/release; run "
-                         f"python -m utils.grading release --chapter {assignment}")
+    found = {a: submissions(settings, a, options.student) for a in assignments}
+    for assignment in assignments:
+        if not (course / "release" / assignment / EXERCISES).is_file():
+            raise ValueError(f"{assignment} has no release version in {course}/release; run "
+                             f"python -m utils.grading release --chapter {assignment}")
     wanted = options.workers or os.cpu_count() or 1
-    prepare = {"sandboxed": options.sandboxed, "extra_read_only": list(options.extra_read_only),
-               "limits": {"memory_mb": options.memory_mb},
-               "release": str(course / "release" / assignment / EXERCISES)}
-    likely = [s for s, path in found.items()
-              if options.force or not _maybe_done(settings, assignment, s, path)]
-    pool = Pool(min(wanted, len(likely)), prepare) if likely else None
-    interrupted = False
+    prepare = _pool_settings(course, assignments, options)
+    likely = sum(1 for a in assignments for s, path in found[a].items()
+                 if options.force or not _maybe_done(settings, a, s, path))
+    pool = Pool(min(wanted, likely), prepare) if likely else None
+    summaries, current, interrupted = {}, None, False
     try:
-        skip_unused_schema_formats()
-        from nbgrader.api import Gradebook
-        with Gradebook(settings.db_url, settings.course_id) as gradebook:
-            gradebook.find_assignment(assignment)
-            todo = []
-            for student, path in found.items():
-                if not options.force and already_graded(settings, gradebook, assignment,
-                                                        student, path):
-                    summary.skipped.append(student)
-                else:
-                    todo.append(student)
-        jobs = [{"student": s, "assignment": assignment, "submission": str(found[s]),
-                 "source": str(course / "source" / assignment / EXERCISES),
-                 "release": prepare["release"],
-                 "output": str(course / GRADED_DIR / s / assignment / f"{NOTEBOOK_ID}.ipynb"),
-                 "cell_timeout": options.cell_timeout,
-                 "notebook_timeout": options.notebook_timeout,
-                 "sandboxed": options.sandboxed,
-                 "extra_read_only": list(options.extra_read_only),
-                 "limits": {"memory_mb": options.memory_mb},
-                 "course": {"course_dir": str(course), "db_url": settings.db_url,
-                            "course_id": settings.course_id}}
-                for s in todo]
-        count = max(1, min(wanted, len(jobs) or 1))
-        if jobs:
-            pool = pool or Pool(0, prepare)
-            pool.resize(count)
-        progress = Progress(len(jobs), count, options.quiet)
-        if jobs:
-            _run_jobs(jobs, pool, summary, progress)
+        for current in assignments:
+            summary = summaries[current] = Summary()
+            _grade_assignment(settings, current, found[current], options, prepare, pool,
+                              wanted, summary)
+            pool = pool or summary.pool
     except KeyboardInterrupt:
         interrupted = True
     finally:
+        pool = pool or (summaries[current].pool if current in summaries else None)
         if pool is not None:
             pool.stop(interrupted)
-    summary.seconds = time.monotonic() - started
+        for summary in summaries.values():
+            summary.pool = None
     if interrupted:
-        print(f"\n{assignment}: interrupted; {len(summary.graded)} submission(s) graded and "
-              f"recorded in this run. Run autograde again to grade the rest (what is done is "
-              f"skipped).", file=sys.stderr)
+        print(f"\n{current}: interrupted; {len(summaries[current].graded)} submission(s) graded "
+              f"and recorded in this run. Run autograde again to grade the rest (what is done "
+              f"is skipped).", file=sys.stderr)
         raise SystemExit(130)
-    return summary
+    return summaries
+
+
+def _grade_assignment(settings, assignment, found, options, prepare, pool, wanted,
+                      summary: Summary) -> None:
+    """Grade one assignment's submissions into ``summary`` with ``pool`` (started here if None:
+    then ``summary.pool``)."""
+    started = time.monotonic()
+    course = settings.course_dir
+    skip_unused_schema_formats()
+    from nbgrader.api import Gradebook
+    with Gradebook(settings.db_url, settings.course_id) as gradebook:
+        gradebook.find_assignment(assignment)
+        todo = []
+        for student, path in found.items():
+            if not options.force and already_graded(settings, gradebook, assignment,
+                                                    student, path):
+                summary.skipped.append(student)
+            else:
+                todo.append(student)
+    release = str(course / "release" / assignment / EXERCISES)
+    jobs = [{"student": s, "assignment": assignment, "submission": str(found[s]),
+             "source": str(course / "source" / assignment / EXERCISES),
+             "release": release, "warm_imports": prepare["warm_imports"],
+             "output": str(course / GRADED_DIR / s / assignment / f"{NOTEBOOK_ID}.ipynb"),
+             "cell_timeout": options.cell_timeout,
+             "notebook_timeout": options.notebook_timeout,
+             "sandboxed": options.sandboxed,
+             "extra_read_only": list(options.extra_read_only),
+             "limits": {"memory_mb": options.memory_mb},
+             "course": {"course_dir": str(course), "db_url": settings.db_url,
+                        "course_id": settings.course_id}}
+            for s in todo]
+    if jobs:
+        if pool is None:                          # the done markers said there was nothing
+            pool = Pool(min(wanted, len(jobs)), prepare)
+            summary.pool = pool
+        count = min(len(pool.workers), len(jobs))
+        progress = Progress(len(jobs), count, options.quiet)
+        _run_jobs(jobs, pool, summary, progress)
+    summary.seconds = time.monotonic() - started
 
 
 def record(settings: CourseSettings, assignment: str, student: str, result: dict,
@@ -463,6 +496,8 @@ def _finish(result: dict, job: dict, summary: Summary) -> str:
         summary.failed[student] = result.get("reason", "unknown failure")
         return "FAILED"
     summary.graded.append(student)
+    if result.get("phases"):
+        summary.phases[student] = result["phases"]
     if result.get("notes"):
         summary.notes[student] = result["notes"]
     return f"graded in {result.get('seconds', 0):.1f} s"

@@ -10,6 +10,7 @@
 """
 
 import argparse
+import json
 import pathlib
 import subprocess
 import sys
@@ -78,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     autograde.add_argument("--allow-unsandboxed", action="store_true",
                            help="grade without bubblewrap if it is missing (student code then "
                                 "runs with your permissions: only for trusted submissions)")
+    autograde.add_argument("--timings", metavar="FILE",
+                           help="write each graded submission's wall and CPU seconds per phase "
+                                "(grading, gradebook record) to this JSON file")
     autograde.set_defaults(run=cmd_autograde)
 
     feedback = commands.add_parser("feedback", parents=[common],
@@ -198,8 +202,11 @@ def cmd_autograde(args) -> int:
         memory_mb=settings.memory_mb, sandboxed=sandboxed,
         extra_read_only=tuple(args.allow_read), quiet=args.quiet)
     failed = []
-    for name in names:
-        summary = autograde_mod.autograde(settings, name, options)
+    summaries = autograde_mod.autograde_all(settings, names, options)    # one pool for all
+    if args.timings:
+        pathlib.Path(args.timings).write_text(json.dumps(
+            {name: summary.phases for name, summary in summaries.items()}, indent=1))
+    for name, summary in summaries.items():
         print(f"{name}: graded {len(summary.graded)}, skipped {len(summary.skipped)} already "
               f"graded, failed {len(summary.failed)} in {summary.seconds:.1f} s; autograded "
               f"notebooks in {settings.course_dir / 'autograded'}")

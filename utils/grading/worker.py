@@ -44,6 +44,7 @@ class Job:
     extra_read_only: tuple = ()
     limits: dict = dataclasses.field(default_factory=dict)
     course: dict = None               # course_dir, db_url, course_id: record in the gradebook
+    warm_imports: tuple = None        # the template's imports (default: the release's setup's)
 
 
 class SpareSandbox:
@@ -166,7 +167,7 @@ def prepare(settings: dict) -> None:
     """Start the sandbox template for this worker's slot now (it imports torch meanwhile)."""
     if SandboxTemplate.supported(settings.get("sandboxed", True)):
         limits = Limits(**settings.get("limits", {}))
-        imports = setup_imports(settings["release"]) if settings.get("release") else ()
+        imports = tuple(settings.get("warm_imports", ()))
         _template_for(settings.get("slot", 0), tuple(settings.get("extra_read_only", ())),
                       limits, imports)
 
@@ -178,12 +179,14 @@ def grade(job: Job) -> dict:
     from utils.grading.normalize import normalize
 
     started = time.monotonic()
+    cpu_started = time.process_time()
     raw = pathlib.Path(job.submission).read_bytes()
     source_nb = _cached("notebook", job.source, _read_notebook)
     release_nb = _cached("notebook", job.release, _read_notebook)
     nb, notes, unreadable = normalize(raw, source_nb, release_nb)
     limits = Limits(**job.limits)
-    imports = _cached("imports", job.release, setup_imports)
+    imports = (tuple(job.warm_imports) if job.warm_imports is not None
+               else _cached("imports", job.release, setup_imports))
 
     if SandboxTemplate.supported(job.sandboxed):
         def make_sandbox():
@@ -220,17 +223,24 @@ def grade(job: Job) -> dict:
     output = pathlib.Path(job.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, output)
+    graded = time.monotonic()
     result = {"status": "graded", "student": job.student, "notes": notes,
               "submission_sha256": hashlib.sha256(raw).hexdigest(),
-              "seconds": round(time.monotonic() - started, 2)}
+              "seconds": round(graded - started, 2),
+              # wall seconds of each phase, and this worker's CPU seconds (sandbox excluded)
+              "phases": {"grade": round(graded - started, 3),
+                         "grade_cpu": round(time.process_time() - cpu_started, 3)}}
     if job.course:
         from utils.grading import autograde
         settings, config = _recorder(job.course)
+        cpu_recording = time.process_time()
         try:
             autograde.record(settings, job.assignment, job.student, result, config)
         except Exception as error:            # noqa: BLE001 - one student's failure is reported
             return {"status": "failed", "student": job.student,
                     "reason": f"writing the gradebook failed: {type(error).__name__}: {error}"}
+        result["phases"].update(record=round(time.monotonic() - graded, 3),
+                                record_cpu=round(time.process_time() - cpu_recording, 3))
     return result
 
 
