@@ -390,7 +390,7 @@ def autograde(settings: CourseSettings, assignment: str, options: Options) -> Su
 def _pool_settings(course: pathlib.Path, assignments: list, options: Options) -> dict:
     """What every worker's sandbox template needs: limits, paths, and the modules the locked
     setup cells of all these assignments import (imported once in the template, for all)."""
-    from utils.grading.worker import setup_imports
+    from utils.grading.warm_imports import setup_imports
     releases = [course / "release" / a / EXERCISES for a in assignments]
     imports = [name for release in releases for name in setup_imports(str(release))]
     return {"sandboxed": options.sandboxed, "extra_read_only": list(options.extra_read_only),

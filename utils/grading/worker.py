@@ -15,7 +15,6 @@ student's process is forked (see ``utils.grading.template``). Without root, each
 new sandbox process, started while the previous submission is graded.
 """
 
-import ast
 import dataclasses
 import hashlib
 import json
@@ -27,6 +26,7 @@ import traceback
 
 from utils.grading import GRADING_ENV_VAR
 from utils.grading.sandbox import Limits, Sandbox, SandboxDied, SandboxTemplate
+from utils.grading.warm_imports import setup_imports
 
 
 @dataclasses.dataclass
@@ -128,30 +128,6 @@ def _cached(kind: str, path: str, compute):
 def _read_notebook(path: str):
     import nbformat
     return nbformat.read(path, as_version=4)
-
-
-def setup_imports(release_path: str) -> tuple:
-    """Modules the release notebook's locked setup cells import (warmed up in the template)."""
-    try:
-        cells = json.loads(pathlib.Path(release_path).read_text())["cells"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return ()
-    names = []
-    for cell in cells:
-        meta = (cell.get("metadata") or {}).get("nbgrader") or {}
-        if cell.get("cell_type") != "code" or not meta.get("locked") or meta.get("grade"):
-            continue
-        source = cell.get("source", "")
-        try:
-            tree = ast.parse("".join(source) if isinstance(source, list) else source)
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names += [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                names.append(node.module)
-    return tuple(dict.fromkeys(names))
 
 
 def _template_key(slot, extra_read_only, limits: Limits, imports) -> tuple:
