@@ -6,7 +6,8 @@ Builds a class from the released student notebook (every third student answers w
 instructor's solutions, the others hand in the untouched student version or a wrong answer),
 then times `python -m utils.grading autograde --workers N --force` on the same submissions in
 fresh course directories, the whole command (start-up included) as an instructor runs it. Prints
-submissions per minute, CPU seconds per submission (all processes), the speed-up, and checks
+submissions per minute, CPU seconds per submission (the processes it reaped), how many cores the
+whole machine kept busy meanwhile (/proc/stat), the speed-up, and checks
 that both runs export the same grade table. With two class sizes it also prints the cost of one
 more submission (the difference of the two runs), which is what a large class pays.
 """
@@ -49,6 +50,12 @@ def build_class(chapter_dir: pathlib.Path, released: pathlib.Path, inbox: pathli
         nbformat.write(kinds[index % 3], inbox / f"student{index:03d}.ipynb")
 
 
+def _machine_ticks() -> tuple:
+    """(all, idle) CPU ticks of the whole machine since boot, from /proc/stat (Linux)."""
+    fields = [int(x) for x in pathlib.Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(fields), fields[3] + fields[4]                  # idle + iowait
+
+
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -59,16 +66,18 @@ def grade(chapter: str, assignment: str, inbox: pathlib.Path, course: pathlib.Pa
     """(wall seconds, CPU seconds of every process, exported grade table)."""
     run_cli("release", "--chapter", chapter, course=course)
     run_cli("collect", str(inbox), "--chapter", assignment, course=course)
-    cpu, start = _children_cpu(), time.perf_counter()
+    cpu, ticks, start = _children_cpu(), _machine_ticks(), time.perf_counter()
     timings = course / "timings.json"
     run_cli("autograde", "--chapter", chapter, "--workers", str(workers), "--force",
             "--timings", str(timings), course=course)
     seconds, cpu = time.perf_counter() - start, _children_cpu() - cpu
+    (total, idle), (total0, idle0) = _machine_ticks(), ticks
+    busy = 1 - (idle - idle0) / max(total - total0, 1)            # share of all cores in use
     table = course / "grades.csv"
     run_cli("export", "--chapter", chapter, "--to", str(table), course=course)
     phases = [p for per_student in json.loads(timings.read_text()).values()
               for p in per_student.values()]
-    return seconds, cpu, table.read_text(), phases
+    return seconds, cpu, table.read_text(), phases, busy
 
 
 PHASES = ("grade", "grade_cpu", "record", "record_cpu")
@@ -100,15 +109,17 @@ def main(argv=None) -> int:
                 results[size, workers] = grade(args.chapter, assignment, tmp / f"inbox{size}",
                                                tmp / f"course{size}-{workers}", workers)
             same = same and results[size, 1][2] == results[size, 2][2]
-    rows = [[size, workers, f"{wall:.1f}", f"{size / wall * 60:.1f}", f"{cpu / size:.2f}"]
-            for (size, workers), (wall, cpu, _, _) in results.items()]
+    cores = os.cpu_count() or 1
+    rows = [[size, workers, f"{wall:.1f}", f"{size / wall * 60:.1f}", f"{cpu / size:.2f}",
+             f"{busy * cores:.2f} of {cores}"]
+            for (size, workers), (wall, cpu, _, _, busy) in results.items()]
     print_table(["students", "workers", "wall s (start-up included)", "submissions / min",
-                 "CPU s / submission"], rows)
+                 "CPU s / submission (reaped processes)", "cores busy (whole machine)"], rows)
     print("\nInside a worker, per submission (median seconds): grading (sandbox and tests, wall; "
           "the worker's own CPU), then recording in the gradebook (wall; CPU)")
     print_table(["students", "workers", *PHASES],
                 [[size, workers, *phase_medians(phases)]
-                 for (size, workers), (_, _, _, phases) in results.items()])
+                 for (size, workers), (_, _, _, phases, _) in results.items()])
     for size in args.students:
         print(f"{size} students: speed-up with 2 workers "
               f"{results[size, 1][0] / results[size, 2][0]:.2f}x")
