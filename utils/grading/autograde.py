@@ -351,12 +351,6 @@ class Pool:
             os.close(fd)
         self.workers = [Worker(slot, pipes=pipes) for slot, pipes in enumerate(ours)]
 
-    def resize(self, count: int) -> None:
-        while len(self.workers) > count:
-            self.workers.pop().stop()
-        while len(self.workers) < count:
-            self.workers.append(Worker(len(self.workers), self.prepare))
-
     def replace(self, worker: Worker) -> Worker:
         replacement = Worker(worker.slot, self.prepare)
         self.workers[self.workers.index(worker)] = replacement
@@ -428,7 +422,8 @@ def autograde_all(settings: CourseSettings, assignments: list, options: Options)
         for summary in summaries.values():
             summary.pool = None
     if interrupted:
-        print(f"\n{current}: interrupted; {len(summaries[current].graded)} submission(s) graded "
+        graded = len(summaries[current].graded) if current in summaries else 0
+        print(f"\n{current or assignments[0]}: interrupted; {graded} submission(s) graded "
               f"and recorded in this run. Run autograde again to grade the rest (what is done "
               f"is skipped).", file=sys.stderr)
         raise SystemExit(130)
