@@ -1,5 +1,6 @@
 """set_seed makes torch, numpy and random repeat themselves."""
 
+import pathlib
 import random
 
 import numpy as np
@@ -37,3 +38,23 @@ def test_seeded_generator_is_independent_and_repeatable():
 def test_rejects_bad_seed(bad):
     with pytest.raises(ValueError, match="non-negative int"):
         set_seed(bad)
+
+
+def test_set_seed_does_not_import_the_compiler():
+    """set_seed switches deterministic mode without torch._inductor (seconds per process)."""
+    import subprocess
+    import sys
+    code = ("import sys, torch; from utils.reproducibility import set_seed; set_seed(0); "
+            "print(torch.are_deterministic_algorithms_enabled(), "
+            "'torch._inductor' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=pathlib.Path(__file__).resolve().parents[1]).stdout
+    assert out.split() == ["True", "False"]
+
+
+def test_switch_deterministic_off_and_on():
+    from utils.reproducibility import switch_deterministic
+    switch_deterministic(False)
+    assert not torch.are_deterministic_algorithms_enabled()
+    switch_deterministic(True)
+    assert torch.are_deterministic_algorithms_enabled()

@@ -270,9 +270,6 @@ def warm_imports(modules=()) -> None:
     import importlib
     import torch
     torch.set_num_threads(1)
-    # set_seed calls torch.use_deterministic_algorithms, which imports torch._inductor the first
-    # time (seconds on a busy machine): pay that here, not on the student's first cell's clock.
-    torch.use_deterministic_algorithms(torch.are_deterministic_algorithms_enabled())
     import numpy  # noqa: F401  (warm import: the student's first cell runs quickly)
     import utils.grading.checks  # noqa: F401
     for name in modules:

@@ -224,10 +224,8 @@ def _warm_up() -> None:
     """The imports every job needs, paid once before the first job."""
     from utils.grading.autograde import skip_unused_schema_formats
     skip_unused_schema_formats()
-    import torch
-    # The locked setup cells run here too and call set_seed: warm the import it triggers
-    # (torch._inductor, seconds on a busy machine) before any cell's clock starts.
-    torch.use_deterministic_algorithms(torch.are_deterministic_algorithms_enabled())
+    import torch  # noqa: F401  (the tests compare tensors)
+    import utils.reproducibility  # noqa: F401  (the locked setup cells call set_seed)
     import utils.grading.evaluate  # noqa: F401  (and nbformat, IPython's input transformer)
     import nbgrader.converters  # noqa: F401  (the gradebook replay)
 
