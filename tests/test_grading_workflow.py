@@ -5,12 +5,14 @@ A synthetic class (built from the released student notebook) goes through the re
 hand from the points of each exercise (see POINTS), not computed by the code under test.
 """
 
+import contextlib
 import csv
 import html
 import json
 import os
 import pathlib
 import re
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -222,6 +224,9 @@ def run_workflow(tmp: pathlib.Path) -> dict:
     out["collect"] = run_cli("collect", str(inbox), "--chapter", ASSIGNMENT, course_dir=course)
     out["autograde"] = run_cli("autograde", "--chapter", "01", "--timeout", "10",
                                course_dir=course)
+    with contextlib.closing(sqlite3.connect(course / "gradebook.db")) as connection:
+        out["journal"] = connection.execute("PRAGMA journal_mode").fetchone()[0]
+    out["wal_left"] = sorted(p.name for p in course.glob("gradebook.db-*"))
 
     from nbgrader.api import Gradebook
     with_venv_path()
@@ -320,6 +325,11 @@ def test_deleted_test_cell_is_restored_and_run(workflow):
 
 
 @pytest.mark.slow
+def test_gradebook_is_one_file_again_after_autograde(workflow):
+    """Autograde grades with a write-ahead log and folds it back when it ends."""
+    assert (workflow["journal"], workflow["wal_left"]) == ("delete", [])
+
+
 def test_exported_scores_equal_hand_computed_table(workflow):
     rows = list(csv.reader(open(workflow["course"] / "grades.csv", newline="")))
     assert rows[0] == COLUMNS
