@@ -8,11 +8,13 @@ hand-written one, the gradebook must hold one submission per student, and no stu
 outlive the interrupted run.
 """
 
+import contextlib
 import csv
 import hashlib
 import os
 import pathlib
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -85,6 +87,9 @@ def test_ctrl_c_then_rerun_loses_nothing_and_grades_nothing_twice():
         assert "interrupted" in stderr and "Run autograde again" in stderr, stderr[-2000:]
         time.sleep(1)                         # bwrap's --die-with-parent is asynchronous
         assert sandbox_processes() == []
+        with contextlib.closing(sqlite3.connect(course / "gradebook.db")) as connection:
+            journal = connection.execute("PRAGMA journal_mode").fetchone()[0]
+        assert journal == "delete", "the interrupted run left the write-ahead log on"
 
         markers = sorted(done.glob("*.json"))
         finished = [p.stem for p in markers]
