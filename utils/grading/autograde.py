@@ -7,7 +7,8 @@
    converter with ``Execute`` replaced by nothing (the outputs are already there), so
    nbgrader's checksums, scores, late penalties and ``autograded/`` copy are used as they are,
    and ``feedback``/``export``/the formgrader work unchanged. Workers record in parallel, each
-   submission in its own transactions (SQLite makes one wait while another writes).
+   submission in its own transactions (a SQLite gradebook keeps a write-ahead log meanwhile:
+   ``write_ahead_log``).
 3. A submission is done when ``.grading/done/<assignment>/<student>.json`` records the hash of
    the submitted file and the gradebook has it; done submissions are skipped unless ``force``.
    The gradebook entry and the marker are written together (Ctrl-C waits for both).
