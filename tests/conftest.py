@@ -16,25 +16,32 @@ ARTIFACTS = REPO / "tests" / "artifacts"
 SHARED_DATA = REPO.parent / "shared" / "data" / "fra-eng.txt"
 
 
-def pytest_configure(config):
-    """Every test session gets a course cache of its own (models, downloaded data), inherited by
-    the notebook kernels nbval and JupyterLab start: no test reads or writes the user's
-    ``~/.cache/attention-course``, and no test depends on what an earlier run left there."""
-    if "ATTENTION_COURSE_CACHE" not in os.environ:
-        import tempfile
+# Directories each test session makes its own (environment variable -> temporary folder prefix).
+SESSION_DIRS = {"ATTENTION_COURSE_CACHE": "attention-course-cache-",
+                "MPLCONFIGDIR": "attention-course-matplotlib-"}
 
-        os.environ["ATTENTION_COURSE_CACHE"] = tempfile.mkdtemp(prefix="attention-course-cache-")
-        config._own_course_cache = os.environ["ATTENTION_COURSE_CACHE"]
+
+def pytest_configure(config):
+    """Every test session gets a course cache of its own (models, downloaded data) and a
+    matplotlib configuration and font cache of its own, inherited by the notebook kernels nbval
+    and JupyterLab start: no test reads or writes the user's ``~/.cache``, and no test depends
+    on what an earlier run left there (a font list that another matplotlib installation wrote
+    once made a lesson print font warnings)."""
+    import tempfile
+
+    config._own_session_dirs = []
+    for variable, prefix in SESSION_DIRS.items():
+        if variable not in os.environ:
+            os.environ[variable] = tempfile.mkdtemp(prefix=prefix)
+            config._own_session_dirs.append(variable)
 
 
 def pytest_unconfigure(config):
-    """Remove the session's own course cache."""
-    own = getattr(config, "_own_course_cache", None)
-    if own:
-        import shutil
+    """Remove the session's own directories."""
+    import shutil
 
-        shutil.rmtree(own, ignore_errors=True)
-        os.environ.pop("ATTENTION_COURSE_CACHE", None)
+    for variable in getattr(config, "_own_session_dirs", []):
+        shutil.rmtree(os.environ.pop(variable, ""), ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -307,3 +307,20 @@ def test_notebook_cells_show_exactly_one_figure_each(tmp_path):
         cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert f"{len(NOTEBOOK_CELLS)} passed" in result.stdout
+
+
+def test_kernels_get_the_sessions_own_matplotlib_cache():
+    """A process the tests start (as nbval's kernels are) keeps its font list in the session's
+    folder, not the user's ~/.cache, and draws mathematical tick labels without a warning."""
+    import os
+    import pathlib
+    code = ("import matplotlib; matplotlib.use('agg'); import matplotlib.pyplot as plt; "
+            "fig, ax = plt.subplots(); ax.plot([1, 10, 100], [1, 2, 3]); ax.set_xscale('log'); "
+            "ax.set_xlabel('q·k/√d'); fig.savefig(__import__('io').BytesIO()); "
+            "print(matplotlib.get_cachedir())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    session = pathlib.Path(os.environ["MPLCONFIGDIR"])
+    assert pathlib.Path(done.stdout.strip()) == session
+    assert not session.is_relative_to(pathlib.Path.home() / ".cache")
+    assert done.stderr == ""
