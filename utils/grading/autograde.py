@@ -403,19 +403,15 @@ def _sqlite_file(db_url: str):
     return path if path.is_file() else None
 
 
-def _journal_mode(path: pathlib.Path, mode: str):
-    """Switch the gradebook's journal mode; the mode it is in afterwards (None: unknown). Where
-    another program holds it open (the formgrader), SQLite may keep the old mode: grading
-    works in either."""
+def _journal_mode(path: pathlib.Path, mode: str) -> None:
+    """Switch the gradebook's journal mode. Where another program holds it open (the
+    formgrader), SQLite may keep the old mode: grading works in either."""
     import sqlite3
     try:
-        connection = sqlite3.connect(path, timeout=5)
-        try:
-            return connection.execute(f"PRAGMA journal_mode={mode}").fetchone()[0]
-        finally:
-            connection.close()
+        with contextlib.closing(sqlite3.connect(path, timeout=5)) as connection:
+            connection.execute(f"PRAGMA journal_mode={mode}").fetchone()
     except sqlite3.Error:
-        return None
+        pass
 
 
 @contextlib.contextmanager
