@@ -3,7 +3,10 @@
 #   make test   set everything up (first time only) and run the whole test suite
 # Both are idempotent: the virtual environment is rebuilt only when pyproject.toml changes.
 
-PYTHON ?= python3.11
+# The interpreter that builds .venv: python3.11 (the version the tests run on) if it is on the
+# PATH, else python3; `make PYTHON=/path/to/python3.x` picks another. pyproject.toml accepts
+# 3.11 to 3.14 (the Pythons for which torch 2.13.0 and every pinned package have wheels).
+PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && echo python3.11 || echo python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
@@ -13,25 +16,19 @@ D2L_VERSION := 1.0.3
 # under strict nbval. Extra pytest arguments: make test ARGS="-k masking".
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 ARGS ?=
-# Tests and CI read the English–French pairs from ../shared/data when it is there (no network);
-# elsewhere utils.data finds or downloads its own copy (see README, "Data and credits").
-SHARED_PAIRS := $(wildcard $(CURDIR)/../shared/data/fra-eng.txt)
-ifneq ($(SHARED_PAIRS),)
-export ATTENTION_COURSE_DATA ?= $(SHARED_PAIRS)
-endif
-
 .PHONY: lab test setup bench notebooks clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
-	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found; install Python 3.11 or run 'make PYTHON=/path/to/python3.11 ...'"; exit 1; }
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found; install Python 3.11-3.14 or run 'make PYTHON=/path/to/python3 ...'"; exit 1; }
+	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; print("using $(PYTHON): Python %d.%d" % v + ("" if v == (3, 11) else " (accepted; the tests ran on 3.11)")); sys.exit(0 if (3, 11) <= v < (3, 15) else "error: the course needs Python 3.11 to 3.14 (torch 2.13.0 has no wheels for others); run make PYTHON=/path/to/python3.11")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e ".[test,instructor]"
 	$(BIN)/python -m pip install --quiet --no-deps d2l==$(D2L_VERSION)
-	$(BIN)/python -m ipykernel install --user --name attention-course --display-name "Python 3.11 (attention course)"
+	$(BIN)/python -m ipykernel install --user --name attention-course --display-name "Python 3 (attention course)"
 	touch $(STAMP)
 
 # Served from the repository root (lessons show figures from assets/), opened on chapters/.

@@ -12,8 +12,8 @@ collect_ignore_glob = ["*.ipynb"]   # fnmatch: "*" also spans sub-folders
 REPO = pathlib.Path(__file__).resolve().parents[1]
 CHAPTERS = REPO / "chapters"
 ARTIFACTS = REPO / "tests" / "artifacts"
-# The English–French pairs the tests use, beside the checkout (see ../shared/data/README.md).
-SHARED_DATA = REPO.parent / "shared" / "data" / "fra-eng.txt"
+# The course's English–French pairs, shipped in the repository (see assets/data/README.md).
+COURSE_DATA = REPO / "assets" / "data" / "fra-eng.txt"
 
 
 # Directories each test session makes its own (environment variable -> temporary folder prefix).
@@ -45,12 +45,12 @@ def pytest_unconfigure(config):
 
 
 @pytest.fixture(scope="session")
-def shared_pairs_file() -> pathlib.Path:
-    """Path of the shared eng-fra file; fails (not skips) when it is missing."""
-    if not SHARED_DATA.is_file():
-        pytest.fail(f"test data not found at {SHARED_DATA}; the tests expect the course's "
-                    f"'shared/data/fra-eng.txt' beside the checkout")
-    return SHARED_DATA
+def course_pairs_file() -> pathlib.Path:
+    """Path of the course's eng-fra file in the repository; fails (not skips) when missing."""
+    if not COURSE_DATA.is_file():
+        pytest.fail(f"the course's data file {COURSE_DATA} is missing; restore it with "
+                    f"'git checkout -- assets/data/fra-eng.txt'")
+    return COURSE_DATA
 
 
 @pytest.fixture

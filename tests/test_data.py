@@ -1,4 +1,6 @@
-"""Tests of utils.data: preprocessing, Vocab, batching, the search order and the download.
+"""Tests of utils.data and utils.data_files: preprocessing, Vocab, batching, the search order,
+the course's own file (the default, checked by sha256) and the download of the larger file that
+only ``dataset="d2l-full"`` asks for.
 
 Nothing here touches the internet: every test runs with an empty cache under tmp_path and the
 download URL pointed at 127.0.0.1 (a local server the test starts, or a closed port).
@@ -17,7 +19,7 @@ import pytest
 import torch
 
 from tests.conftest import REPO
-from utils import data
+from utils import data, data_files
 from utils.data import (Vocab, build_array, find_data_file, load_data_nmt, preprocess,
                         read_pairs, tokenize, truncate_pad)
 
@@ -85,6 +87,7 @@ def zip_server():
 def isolated_env(monkeypatch, tmp_path):
     """Empty cache under tmp_path, no data env var, downloads pointed at a closed local port."""
     monkeypatch.delenv(data.DATA_ENV_VAR, raising=False)
+    monkeypatch.delenv(data.DATASET_ENV_VAR, raising=False)
     monkeypatch.delenv("ATTENTION_COURSE_CACHE", raising=False)   # the XDG rules are tested here
     monkeypatch.setenv(data.URL_ENV_VAR, closed_port_url())
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
@@ -195,37 +198,37 @@ def test_build_array_appends_eos_pads_and_counts_truncation():
         build_array([["a"], []], vocab, num_steps=3)
 
 
-# --------------------------------------------------------------------------- the shared file
+# --------------------------------------------------------------------------- the course file
 
-def test_read_pairs_of_the_shared_file(shared_pairs_file):
-    with open(shared_pairs_file, encoding="utf-8") as f:
+def test_read_pairs_of_the_course_file(course_pairs_file):
+    with open(course_pairs_file, encoding="utf-8") as f:
         lines = f.read().splitlines()
-    pairs = read_pairs(shared_pairs_file)
+    pairs = read_pairs(course_pairs_file)
     assert len(pairs) == len(lines) == 18065
     assert pairs[0] == ("go .", "va !")
-    raw = read_pairs(shared_pairs_file, num_examples=3, preprocess_text=False)
+    raw = read_pairs(course_pairs_file, num_examples=3, preprocess_text=False)
     assert raw == [tuple(line.split("\t")) for line in lines[:3]]
     assert raw[0] == ("Go.", "Va !")
-    assert read_pairs(shared_pairs_file, num_examples=600) == pairs[:600]
+    assert read_pairs(course_pairs_file, num_examples=600) == pairs[:600]
 
 
 @pytest.mark.parametrize("num_examples, message", [
     (0, "positive int"), (-5, "positive int"), (2.0, "positive int"),
     (18066, "holds only 18065 pairs"),
 ])
-def test_read_pairs_rejects_bad_num_examples(shared_pairs_file, num_examples, message):
+def test_read_pairs_rejects_bad_num_examples(course_pairs_file, num_examples, message):
     with pytest.raises(ValueError, match=message):
-        read_pairs(shared_pairs_file, num_examples=num_examples)
+        read_pairs(course_pairs_file, num_examples=num_examples)
 
 
 def batches(data_iter):
     return [tuple(t.clone() for t in batch) for batch in data_iter]
 
 
-def test_load_data_nmt_shapes_and_valid_lengths(shared_pairs_file):
+def test_load_data_nmt_shapes_and_valid_lengths(course_pairs_file):
     batch_size, num_steps = 64, 10
     data_iter, src_vocab, tgt_vocab = load_data_nmt(batch_size, num_steps,
-                                                    path=shared_pairs_file)
+                                                    path=course_pairs_file)
     seen = 0
     for src, src_len, tgt, tgt_len in data_iter:
         assert src.shape[1] == tgt.shape[1] == num_steps
@@ -247,22 +250,22 @@ def test_load_data_nmt_shapes_and_valid_lengths(shared_pairs_file):
     assert tgt_vocab.to_tokens(tgt_all[0][:3]) == ["va", "!", "<eos>"]
 
 
-def test_load_data_nmt_vocab_respects_min_freq(shared_pairs_file):
-    _, src_vocab, _ = load_data_nmt(8, 10, num_examples=600, path=shared_pairs_file, min_freq=2)
-    _, src_vocab_all, _ = load_data_nmt(8, 10, num_examples=600, path=shared_pairs_file,
+def test_load_data_nmt_vocab_respects_min_freq(course_pairs_file):
+    _, src_vocab, _ = load_data_nmt(8, 10, num_examples=600, path=course_pairs_file, min_freq=2)
+    _, src_vocab_all, _ = load_data_nmt(8, 10, num_examples=600, path=course_pairs_file,
                                         min_freq=0)
     counts = {}
-    for english, _ in read_pairs(shared_pairs_file, num_examples=600):
+    for english, _ in read_pairs(course_pairs_file, num_examples=600):
         for token in english.split():
             counts[token] = counts.get(token, 0) + 1
     assert len(src_vocab_all) == 4 + len(counts)
     assert len(src_vocab) == 4 + sum(1 for c in counts.values() if c >= 2)
 
 
-def test_load_data_nmt_is_deterministic_per_seed(shared_pairs_file):
-    first = batches(load_data_nmt(32, 10, path=shared_pairs_file, seed=1)[0])
-    again = batches(load_data_nmt(32, 10, path=shared_pairs_file, seed=1)[0])
-    other = batches(load_data_nmt(32, 10, path=shared_pairs_file, seed=2)[0])
+def test_load_data_nmt_is_deterministic_per_seed(course_pairs_file):
+    first = batches(load_data_nmt(32, 10, path=course_pairs_file, seed=1)[0])
+    again = batches(load_data_nmt(32, 10, path=course_pairs_file, seed=1)[0])
+    other = batches(load_data_nmt(32, 10, path=course_pairs_file, seed=2)[0])
     assert all(torch.equal(x, y) for b1, b2 in zip(first, again) for x, y in zip(b1, b2))
     assert not torch.equal(first[0][0], other[0][0])
     # Same examples, different order.
@@ -270,24 +273,24 @@ def test_load_data_nmt_is_deterministic_per_seed(shared_pairs_file):
     assert rows(first) == rows(other)
 
 
-def test_load_data_nmt_reports_truncation(shared_pairs_file):
+def test_load_data_nmt_reports_truncation(course_pairs_file):
     num_steps = 3
     with pytest.warns(UserWarning, match="truncated"):
-        data_iter, _, _ = load_data_nmt(16, num_steps, num_examples=100, path=shared_pairs_file)
-    pairs = read_pairs(shared_pairs_file, num_examples=100)
+        data_iter, _, _ = load_data_nmt(16, num_steps, num_examples=100, path=course_pairs_file)
+    pairs = read_pairs(course_pairs_file, num_examples=100)
     expected_src = sum(len(english.split()) + 1 > num_steps for english, _ in pairs)
     expected_tgt = sum(len(french.split()) + 1 > num_steps for _, french in pairs)
     assert expected_tgt > 0
     assert data_iter.num_truncated == {"source": expected_src, "target": expected_tgt}
 
 
-def test_load_data_nmt_rejects_bad_arguments(shared_pairs_file):
+def test_load_data_nmt_rejects_bad_arguments(course_pairs_file):
     with pytest.raises(ValueError, match="batch_size"):
-        load_data_nmt(0, 8, path=shared_pairs_file)
+        load_data_nmt(0, 8, path=course_pairs_file)
     with pytest.raises(ValueError, match="num_steps"):
-        load_data_nmt(2, 0, path=shared_pairs_file)
+        load_data_nmt(2, 0, path=course_pairs_file)
     with pytest.raises(ValueError, match="num_examples"):
-        load_data_nmt(2, 8, num_examples=0, path=shared_pairs_file)
+        load_data_nmt(2, 8, num_examples=0, path=course_pairs_file)
 
 
 # --------------------------------------------------------------------------- malformed files
@@ -312,38 +315,114 @@ def test_extra_columns_are_ignored(tmp_path):
 
 # --------------------------------------------------------------------------- search order
 
-def test_explicit_path_beats_env_var_beats_cache(tmp_path, monkeypatch, isolated_env):
+COURSE_SHA256 = "c52ae3c5a2f6b3c96d985aad8e2f1aab814c6701cfa9face467989069624bcaa"
+
+
+def test_the_course_file_ships_in_the_repository_byte_for_byte():
+    """The file the shipped models were trained on: its sha256 is the README's."""
+    file = REPO / "assets" / "data" / "fra-eng.txt"
+    assert hashlib.sha256(file.read_bytes()).hexdigest() == COURSE_SHA256
+    assert data_files.COURSE_SHA256 == COURSE_SHA256
+    assert COURSE_SHA256 in (REPO / "README.md").read_text(encoding="utf-8")
+    notes = (REPO / "assets" / "data" / "README.md").read_text(encoding="utf-8")
+    assert COURSE_SHA256 in notes and "Tatoeba" in notes and "CC-BY 2.0" in notes
+    # Git must not rewrite its line ends on any platform (that would change the checksum).
+    attributes = (REPO / ".gitattributes").read_text(encoding="utf-8")
+    assert "assets/data/fra-eng.txt -text" in attributes
+
+
+def test_default_is_the_course_file_with_nothing_set(isolated_env):
+    assert find_data_file() == REPO / "assets" / "data" / "fra-eng.txt"
+    assert find_data_file(dataset="course") == find_data_file()
+    assert len(read_pairs()) == 18065
+    assert not isolated_env.exists()                       # nothing cached, nothing downloaded
+
+
+def test_explicit_path_beats_env_var_beats_course_file(tmp_path, monkeypatch):
     explicit = write(tmp_path / "explicit.txt", "Explicit.\tExplicite.\n")
     from_env = write(tmp_path / "env.txt", "Env.\tEnv.\n")
-    cached = write(isolated_env / "fra.txt", "Cache.\tCache.\n")
     monkeypatch.setenv(data.DATA_ENV_VAR, str(from_env))
 
     assert find_data_file(explicit) == explicit
     assert read_pairs(explicit) == [("explicit .", "explicite .")]
     assert find_data_file() == from_env
+    assert find_data_file(dataset="d2l-full") == from_env    # a named file always wins
     assert read_pairs() == [("env .", "env .")]
     monkeypatch.delenv(data.DATA_ENV_VAR)
-    assert find_data_file() == cached
-    assert read_pairs() == [("cache .", "cache .")]
+    assert find_data_file() == data_files.COURSE_FILE
+
+
+def test_an_old_cached_download_is_not_used_by_default(isolated_env):
+    """Before the course shipped its file, the download was cached as fra.txt: never read now."""
+    write(isolated_env / "fra.txt", "Cache.\tCache.\n")
+    write(isolated_env / "d2l-full" / "fra.txt", "Full.\tComplet.\n")
+    assert find_data_file() == data_files.COURSE_FILE
+    assert read_pairs(num_examples=1) == [("go .", "va !")]
 
 
 def test_course_cache_variable_wins_over_xdg(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTENTION_COURSE_CACHE", str(tmp_path / "own"))
-    cached = write(tmp_path / "own" / "fra.txt", "Own .\tPropre .\n")
+    cached = write(tmp_path / "own" / "d2l-full" / "fra.txt", "Own .\tPropre .\n")
     assert data.cache_dir() == tmp_path / "own"
-    assert find_data_file() == cached
+    assert find_data_file(dataset="d2l-full") == cached
 
 
 def test_cache_falls_back_to_home_dot_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_CACHE_HOME")
-    cached = write(tmp_path / "home" / ".cache" / "attention-course" / "fra.txt", "A.\tB.\n")
+    cached = write(tmp_path / "home" / ".cache" / "attention-course" / "d2l-full" / "fra.txt",
+                   "A.\tB.\n")
     assert data.cache_dir() == tmp_path / "home" / ".cache" / "attention-course"
+    assert find_data_file(dataset="d2l-full") == cached
+
+
+def test_dataset_can_be_named_by_variable(monkeypatch, isolated_env):
+    cached = write(isolated_env / "d2l-full" / "fra.txt", "Full.\tComplet.\n")
+    monkeypatch.setenv(data.DATASET_ENV_VAR, "d2l-full")
     assert find_data_file() == cached
+    assert read_pairs() == [("full .", "complet .")]
+    monkeypatch.setenv(data.DATASET_ENV_VAR, "d2l")
+    with pytest.raises(ValueError, match=r"\$ATTENTION_COURSE_DATASET is 'd2l'.*'course', "
+                                         r"'d2l-full'") as info:
+        find_data_file()
+    assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="the dataset argument is 'full'"):
+        find_data_file(dataset="full")
 
 
-def test_named_file_that_is_missing_is_an_error_not_a_fallback(tmp_path, monkeypatch,
-                                                               isolated_env):
-    write(isolated_env / "fra.txt", "Cache.\tCache.\n")
+def _course_copy(tmp_path, monkeypatch, text=None):
+    """Point utils.data_files at a copy of the course file (optionally with other text)."""
+    copy = tmp_path / "repo" / "assets" / "data" / "fra-eng.txt"
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(data_files.COURSE_FILE.read_bytes() if text is None else text.encode())
+    monkeypatch.setattr(data_files, "COURSE_FILE", copy)
+    return copy
+
+
+def test_an_altered_course_file_is_refused_with_the_fix(tmp_path, monkeypatch):
+    copy = _course_copy(tmp_path, monkeypatch)
+    assert find_data_file() == copy
+    with open(copy, "ab") as f:
+        f.write(b"One more.\tUne de plus.\n")
+    with pytest.raises(ValueError) as info:
+        read_pairs()
+    message = str(info.value)
+    assert "have been changed" in message and COURSE_SHA256[:12] in message
+    assert "git checkout -- assets/data/fra-eng.txt" in message
+    assert "ATTENTION_COURSE_DATA" in message and "\n" not in message
+
+
+def test_a_missing_course_file_says_how_to_restore_it(tmp_path, monkeypatch, isolated_env):
+    copy = _course_copy(tmp_path, monkeypatch)
+    copy.unlink()
+    with pytest.raises(FileNotFoundError) as info:
+        read_pairs()
+    message = str(info.value)
+    assert str(copy) in message and "git checkout -- assets/data/fra-eng.txt" in message
+    assert "\n" not in message
+    assert not isolated_env.exists()                       # no download was attempted
+
+
+def test_named_file_that_is_missing_is_an_error_not_a_fallback(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match="path argument points at .*does not exist"):
         find_data_file(tmp_path / "nope.txt")
     monkeypatch.setenv(data.DATA_ENV_VAR, str(tmp_path / "nope.txt"))
@@ -354,26 +433,24 @@ def test_named_file_that_is_missing_is_an_error_not_a_fallback(tmp_path, monkeyp
         read_pairs()
 
 
-def test_missing_everywhere_with_download_disabled_lists_places(isolated_env):
+def test_full_dataset_with_download_disabled_says_where_it_looked(isolated_env):
     with pytest.raises(FileNotFoundError) as info:
-        find_data_file(download=False)
+        find_data_file(dataset="d2l-full", download=False)
     message = str(info.value)
-    for place in ("path argument", "$ATTENTION_COURSE_DATA", str(isolated_env / "fra.txt"),
-                  "download disabled"):
-        assert place in message
+    assert str(isolated_env / "d2l-full" / "fra.txt") in message and "download=False" in message
     assert "\n" not in message
 
 
-def test_missing_everywhere_with_unreachable_server_lists_places(isolated_env):
+def test_full_dataset_with_unreachable_server_names_the_url(isolated_env):
     url = closed_port_url()
     with pytest.raises(FileNotFoundError) as info:
-        find_data_file(url=url)
+        find_data_file(dataset="d2l-full", url=url)
     message = str(info.value)
-    for place in ("path argument", "$ATTENTION_COURSE_DATA", str(isolated_env / "fra.txt"), url,
-                  "ATTENTION_COURSE_DATA=/path/to/fra-eng.txt"):
+    for place in (str(isolated_env / "d2l-full" / "fra.txt"), url, "course's own pairs"):
         assert place in message
-    assert not (isolated_env / "fra-eng.zip").exists()
-    assert not (isolated_env / "fra-eng.zip.part").exists()
+    assert "\n" not in message
+    assert not (isolated_env / "d2l-full" / "fra-eng.zip").exists()
+    assert not (isolated_env / "d2l-full" / "fra-eng.zip.part").exists()
 
 
 # --------------------------------------------------------------------------- download
@@ -381,13 +458,14 @@ def test_missing_everywhere_with_unreachable_server_lists_places(isolated_env):
 TEXT = "Go.\tVa !\nHi.\tSalut !\nRun!\tCours\u202f!\nWow!\tÇa alors\u202f!\n"
 
 
-def test_download_verifies_extracts_caches_and_is_reused(zip_server, isolated_env):
+def test_download_verifies_extracts_caches_and_is_reused(zip_server, isolated_env, monkeypatch):
     zip_server.payload = make_zip(TEXT)
-    path = find_data_file(url=zip_server.url, sha1=sha1(zip_server.payload))
+    path = find_data_file(dataset="d2l-full", url=zip_server.url, sha1=sha1(zip_server.payload))
     assert zip_server.requests == 1
-    assert path == isolated_env / "fra.txt"
+    assert path == isolated_env / "d2l-full" / "fra.txt"
     assert path.read_text(encoding="utf-8") == TEXT
-    # Used by the readers without any path, and not downloaded again.
+    # Read when the data set is named, and not downloaded again.
+    monkeypatch.setenv(data.DATASET_ENV_VAR, "d2l-full")
     assert read_pairs() == [("go .", "va !"), ("hi .", "salut !"), ("run !", "cours !"),
                             ("wow !", "ça alors !")]
     data_iter, src_vocab, _ = load_data_nmt(2, 4, num_examples=4, min_freq=1)
@@ -395,42 +473,56 @@ def test_download_verifies_extracts_caches_and_is_reused(zip_server, isolated_en
     assert "wow" in src_vocab.idx_to_token
     assert find_data_file(url=zip_server.url, sha1=sha1(zip_server.payload)) == path
     assert zip_server.requests == 1
+    # Unnamed, the course's own file is read again.
+    monkeypatch.delenv(data.DATASET_ENV_VAR)
+    assert len(read_pairs()) == 18065
+
+
+def test_nothing_downloads_unless_the_full_dataset_is_named(zip_server, monkeypatch):
+    zip_server.payload = make_zip(TEXT)
+    monkeypatch.setenv(data.URL_ENV_VAR, zip_server.url)
+    read_pairs()
+    find_data_file(dataset="course")
+    assert zip_server.requests == 0
 
 
 def test_download_url_comes_from_env_var(zip_server, monkeypatch, isolated_env):
     zip_server.payload = make_zip(TEXT)
     monkeypatch.setenv(data.URL_ENV_VAR, zip_server.url)
-    assert find_data_file(sha1=sha1(zip_server.payload)) == isolated_env / "fra.txt"
+    assert (find_data_file(dataset="d2l-full", sha1=sha1(zip_server.payload))
+            == isolated_env / "d2l-full" / "fra.txt")
     assert zip_server.requests == 1
 
 
 def test_corrupt_download_is_refused_and_kept_aside(zip_server, isolated_env):
     zip_server.payload = make_zip(TEXT)
     wrong = "0" * 40
+    folder = isolated_env / "d2l-full"
     with pytest.raises(ValueError, match="checksum mismatch") as info:
-        find_data_file(url=zip_server.url, sha1=wrong)
-    corrupt = isolated_env / "fra-eng.zip.corrupt"
+        find_data_file(dataset="d2l-full", url=zip_server.url, sha1=wrong)
+    corrupt = folder / "fra-eng.zip.corrupt"
     assert str(corrupt) in str(info.value) and "\n" not in str(info.value)
     assert corrupt.read_bytes() == zip_server.payload
-    assert not (isolated_env / "fra.txt").exists()          # nothing extracted
-    assert not (isolated_env / "fra-eng.zip").exists()
+    assert not (folder / "fra.txt").exists()                # nothing extracted
+    assert not (folder / "fra-eng.zip").exists()
     # A retry with the right checksum downloads afresh and succeeds.
-    assert find_data_file(url=zip_server.url, sha1=sha1(zip_server.payload)).is_file()
+    assert find_data_file(dataset="d2l-full", url=zip_server.url,
+                          sha1=sha1(zip_server.payload)).is_file()
     assert zip_server.requests == 2
 
 
 def test_default_checksum_is_the_d2l_archive(zip_server, isolated_env):
     zip_server.payload = make_zip(TEXT)                     # not the real archive
     with pytest.raises(ValueError, match="expected 94646ad1522d915e7b0f9296181140edcf86a4f5"):
-        find_data_file(url=zip_server.url)
-    assert not (isolated_env / "fra.txt").exists()
+        find_data_file(dataset="d2l-full", url=zip_server.url)
+    assert not (isolated_env / "d2l-full" / "fra.txt").exists()
 
 
 def test_archive_without_the_expected_member_is_refused(zip_server, isolated_env):
     zip_server.payload = make_zip(TEXT, member="other/file.txt")
     with pytest.raises(ValueError, match="no member 'fra-eng/fra.txt'"):
-        find_data_file(url=zip_server.url, sha1=sha1(zip_server.payload))
-    assert not (isolated_env / "fra.txt").exists()
+        find_data_file(dataset="d2l-full", url=zip_server.url, sha1=sha1(zip_server.payload))
+    assert not (isolated_env / "d2l-full" / "fra.txt").exists()
 
 
 # --------------------------------------------------------------------------- import is inert

@@ -14,7 +14,7 @@ from utils.heldout import HELDOUT_FRACTION, is_held_out, normalise, split_pairs
 
 TARGET = 0.10          # the documented share of held-out sentences (not read from the module)
 
-# Sentences of the shared file and the side the rule puts them on (SALT "attention-course/
+# Sentences of the course file and the side the rule puts them on (SALT "attention-course/
 # heldout/v1", 10 %). A change of the rule, the salt or the normalisation moves some of them.
 # The book's four test sentences are training sentences; these four are held out.
 KNOWN = {"go .": False, "i lost .": False, "he's calm .": False, "i'm home .": False,
@@ -22,8 +22,8 @@ KNOWN = {"go .": False, "i lost .": False, "he's calm .": False, "i'm home .": F
 
 
 @pytest.fixture(scope="module")
-def shared_pairs(shared_pairs_file):
-    return read_pairs(shared_pairs_file, None)
+def course_pairs(course_pairs_file):
+    return read_pairs(course_pairs_file, None)
 
 
 # --------------------------------------------------------------------------- the rule
@@ -41,9 +41,9 @@ def test_known_sentences_keep_their_side():
     assert {sentence: is_held_out(sentence) for sentence in KNOWN} == KNOWN
 
 
-def test_stable_across_processes_with_different_hash_seeds(shared_pairs):
+def test_stable_across_processes_with_different_hash_seeds(course_pairs):
     """Python's hash() changes with PYTHONHASHSEED; the split must not."""
-    sentences = sorted({english for english, _ in shared_pairs})[:300]
+    sentences = sorted({english for english, _ in course_pairs})[:300]
     here = [is_held_out(s) for s in sentences]
     code = ("import sys, json; from utils.heldout import is_held_out; "
             "print(json.dumps([is_held_out(s) for s in json.load(sys.stdin)]))")
@@ -83,27 +83,27 @@ def test_duplicates_with_another_translation_go_together():
     assert train == [(kept, "b .")]
 
 
-def test_split_of_the_shared_file_is_disjoint_and_complete(shared_pairs):
-    train, held = split_pairs(shared_pairs)
-    assert len(train) + len(held) == len(shared_pairs)
-    assert sorted(train + held) == sorted(shared_pairs)
+def test_split_of_the_course_file_is_disjoint_and_complete(course_pairs):
+    train, held = split_pairs(course_pairs)
+    assert len(train) + len(held) == len(course_pairs)
+    assert sorted(train + held) == sorted(course_pairs)
     train_sentences = {normalise(e) for e, _ in train}
     held_sentences = {normalise(e) for e, _ in held}
     assert train_sentences and held_sentences
     assert not train_sentences & held_sentences
     # Each pair sits on the side of its English sentence.
     held_set = set(held)
-    for english, french in shared_pairs:
+    for english, french in course_pairs:
         assert ((english, french) in held_set) == is_held_out(english)
 
 
-def test_the_shared_file_has_duplicates_and_they_stay_on_one_side(shared_pairs):
+def test_the_course_file_has_duplicates_and_they_stay_on_one_side(course_pairs):
     by_sentence = {}
-    for english, french in shared_pairs:
+    for english, french in course_pairs:
         by_sentence.setdefault(english, []).append(french)
     duplicated = {e for e, fr in by_sentence.items() if len(fr) > 1}
     assert len(duplicated) > 1000                    # the file has many: the test means something
-    _, held = split_pairs(shared_pairs)
+    _, held = split_pairs(course_pairs)
     held_duplicated = {e for e, _ in held} & duplicated
     assert held_duplicated
     for english in held_duplicated:
@@ -111,24 +111,24 @@ def test_the_shared_file_has_duplicates_and_they_stay_on_one_side(shared_pairs):
 
 
 @pytest.mark.parametrize("stop", [600, 3000, 9000])
-def test_any_subset_trains_on_no_held_out_sentence(shared_pairs, stop):
-    _, held_all = split_pairs(shared_pairs)
+def test_any_subset_trains_on_no_held_out_sentence(course_pairs, stop):
+    _, held_all = split_pairs(course_pairs)
     held_sentences = {e for e, _ in held_all}
-    train, held = split_pairs(shared_pairs[:stop])
+    train, held = split_pairs(course_pairs[:stop])
     assert not {e for e, _ in train} & held_sentences
     assert set(held) <= set(held_all)
     # A shuffled or reversed subset splits the same way.
-    train_rev, held_rev = split_pairs(list(reversed(shared_pairs[:stop])))
+    train_rev, held_rev = split_pairs(list(reversed(course_pairs[:stop])))
     assert sorted(train_rev) == sorted(train) and sorted(held_rev) == sorted(held)
 
 
-def test_fraction_is_close_to_the_target(shared_pairs):
-    sentences = {normalise(e) for e, _ in shared_pairs}
+def test_fraction_is_close_to_the_target(course_pairs):
+    sentences = {normalise(e) for e, _ in course_pairs}
     share = sum(map(is_held_out, sentences)) / len(sentences)
     # ~11,000 distinct sentences: one standard deviation is ~0.003 around 0.10.
     assert abs(share - TARGET) < 0.015, share
-    _, held = split_pairs(shared_pairs)
-    assert 0.07 < len(held) / len(shared_pairs) < 0.13
+    _, held = split_pairs(course_pairs)
+    assert 0.07 < len(held) / len(course_pairs) < 0.13
 
 
 def test_fraction_on_synthetic_sentences():

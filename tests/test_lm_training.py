@@ -27,8 +27,8 @@ def one_thread():
 
 
 @pytest.fixture(scope="module")
-def sentences(shared_pairs_file):
-    return lm_sentences(LESSON_LM, shared_pairs_file)
+def sentences(course_pairs_file):
+    return lm_sentences(LESSON_LM, course_pairs_file)
 
 
 def test_sentences_are_distinct_and_split_by_the_heldout_rule(sentences):
@@ -101,30 +101,30 @@ def test_bad_settings_and_prompts_get_one_line_errors():
         continue_prompt(model, vocab, "a a a a a", greedy=True)
 
 
-def test_quick_training_is_seeded_cached_and_reloaded(shared_pairs_file, tmp_path, monkeypatch):
+def test_quick_training_is_seeded_cached_and_reloaded(course_pairs_file, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTENTION_COURSE_CACHE", str(tmp_path))
     config = LMConfig(num_hiddens=16, num_heads=2, ffn_num_hiddens=16, num_epochs=2,
                       num_examples=2000)
     model, vocab, result, file, loaded = train_or_load_language_model(
-        config, shared_pairs_file, animate=False, show_progress=False)
+        config, course_pairs_file, animate=False, show_progress=False)
     assert not loaded and file.is_file() and file.parent == tmp_path / "models"
     assert len(result.losses) == len(result.heldout_losses) == 2
     assert result.losses[1] < result.losses[0]
     assert result.heldout_perplexity == pytest.approx(math.exp(result.heldout_losses[-1]))
     again, vocab2, result2, _, loaded2 = train_or_load_language_model(
-        config, shared_pairs_file, animate=False, show_progress=False)
+        config, course_pairs_file, animate=False, show_progress=False)
     assert loaded2 and len(vocab2) == len(vocab) and result2 == result
     for a, b in zip(model.state_dict().values(), again.state_dict().values()):
         assert torch.equal(a, b)
-    same, _, same_result = train_language_model(config, shared_pairs_file, animate=False,
+    same, _, same_result = train_language_model(config, course_pairs_file, animate=False,
                                                 show_progress=False)
     assert same_result.losses == result.losses                         # seeded
 
 
 @pytest.mark.slow
-def test_shipped_language_model_beats_the_bigram_on_heldout_sentences(shared_pairs_file, sentences):
+def test_shipped_language_model_beats_the_bigram_on_heldout_sentences(course_pairs_file, sentences):
     model, vocab, result, file, loaded = train_or_load_language_model(
-        LESSON_LM, shared_pairs_file, animate=False)
+        LESSON_LM, course_pairs_file, animate=False)
     assert loaded and file.parent == SHIPPED_DIR
     heldout = encode_sentences(sentences.heldout, vocab)
     ppl = perplexity(model, heldout, vocab[PAD])

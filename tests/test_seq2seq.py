@@ -347,17 +347,17 @@ def test_no_attention_preset_differs_only_in_attention():
     assert dataclasses.replace(LESSON_NO_ATTENTION, attention=True) == LESSON_BAHDANAU
 
 
-def test_training_pairs_never_hold_a_heldout_sentence(shared_pairs_file):
+def test_training_pairs_never_hold_a_heldout_sentence(course_pairs_file):
     from utils.heldout import heldout_pairs, is_held_out
     from utils.training import training_pairs
-    train = training_pairs(LESSON_BAHDANAU, shared_pairs_file)
-    held = heldout_pairs(shared_pairs_file)
+    train = training_pairs(LESSON_BAHDANAU, course_pairs_file)
+    held = heldout_pairs(course_pairs_file)
     assert len(train) > 15000 and len(held) > 1000
     assert not any(is_held_out(english) for english, _ in train)
     assert not {e for e, _ in train} & {e for e, _ in held}
-    book = training_pairs(BahdanauConfig(), shared_pairs_file)        # the book's 600, as read
+    book = training_pairs(BahdanauConfig(), course_pairs_file)        # the book's 600, as read
     assert len(book) == 600 and any(is_held_out(english) for english, _ in book)
-    unseen = heldout_pairs(shared_pairs_file, exclude=[e for e, _ in book])
+    unseen = heldout_pairs(course_pairs_file, exclude=[e for e, _ in book])
     assert not {e for e, _ in book} & {e for e, _ in unseen} and len(unseen) < len(held)
 
 
@@ -427,11 +427,11 @@ def test_shipped_models_load_when_the_cache_is_empty(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("held_out", [False, True])
-def test_loading_builds_the_same_vocabularies_as_training(held_out, shared_pairs_file):
+def test_loading_builds_the_same_vocabularies_as_training(held_out, course_pairs_file):
     from utils.training import training_data, training_vocabs
     config = BahdanauConfig(num_examples=2000, held_out=held_out)
-    _, src_vocab, tgt_vocab = training_data(config, shared_pairs_file)
-    src_only, tgt_only = training_vocabs(config, shared_pairs_file)
+    _, src_vocab, tgt_vocab = training_data(config, course_pairs_file)
+    src_only, tgt_only = training_vocabs(config, course_pairs_file)
     assert src_only.idx_to_token == src_vocab.idx_to_token
     assert tgt_only.idx_to_token == tgt_vocab.idx_to_token and len(tgt_vocab) > 100
 

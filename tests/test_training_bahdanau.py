@@ -22,10 +22,10 @@ SENTENCES = [("go .", "va !"), ("i lost .", "j'ai perdu ."), ("he's calm .", "il
 
 
 @pytest.fixture(scope="module")
-def trained(shared_pairs_file):
+def trained(course_pairs_file):
     config = BahdanauConfig()
     model, src_vocab, tgt_vocab, result, _, from_cache = train_or_load_bahdanau(
-        config, shared_pairs_file, use_cache=False, animate=False, show_progress=False)
+        config, course_pairs_file, use_cache=False, animate=False, show_progress=False)
     assert not from_cache
     print(f"\n{result.summary()}")
     return config, model, src_vocab, tgt_vocab, result
@@ -55,12 +55,12 @@ def test_four_sentences_average_bleu_at_least_075(trained):
 
 
 @pytest.mark.slow
-def test_heldout_corpus_bleu_is_computed_on_unseen_sentences(trained, shared_pairs_file):
+def test_heldout_corpus_bleu_is_computed_on_unseen_sentences(trained, course_pairs_file):
     config, model, src_vocab, tgt_vocab, _ = trained
     from utils.training import training_pairs
     score, details = heldout_bleu(model, src_vocab, tgt_vocab, config.num_steps,
-                                  trained_on=training_pairs(config, shared_pairs_file),
-                                  path=shared_pairs_file)
+                                  trained_on=training_pairs(config, course_pairs_file),
+                                  path=course_pairs_file)
     assert len(details["predictions"]) == len(details["references"]) > 50
     # 600 memorised pairs generalise poorly, but the model gets many unigrams right.
     assert 0 <= score.score < 50 and score.precisions[0] > 20

@@ -17,10 +17,10 @@ from utils.transformer import (DEMO_CONFIG, TEST_PAIRS, TransformerConfig, atten
 
 
 @pytest.fixture(scope="module")
-def trained(shared_pairs_file):
+def trained(course_pairs_file):
     config = TransformerConfig()
     model, src_vocab, tgt_vocab, result, _, from_cache = train_or_load_transformer(
-        config, shared_pairs_file, use_cache=False, animate=False, show_progress=False)
+        config, course_pairs_file, use_cache=False, animate=False, show_progress=False)
     assert not from_cache
     return config, model, src_vocab, tgt_vocab, result
 
@@ -49,8 +49,8 @@ def test_trained_attention_is_masked_and_aligned(trained):
 
 
 @pytest.mark.slow
-def test_without_the_causal_mask_the_loss_collapses_and_translation_fails(shared_pairs_file):
-    runs = causal_demo_runs(DEMO_CONFIG, path=shared_pairs_file, use_cache=False)
+def test_without_the_causal_mask_the_loss_collapses_and_translation_fails(course_pairs_file):
+    runs = causal_demo_runs(DEMO_CONFIG, path=course_pairs_file, use_cache=False)
     on, off = runs[True], runs[False]
     assert off["final_loss"] < 0.6 * on["final_loss"]
     assert off["future_share"] > 0.3 and on["future_share"] == 0.0

@@ -2,7 +2,7 @@
 
 The lesson models (and the book-sized ones the lessons show first) ship under ``assets/models/`` (``python -m utils.shipped_models``). These
 tests check the shipped files (checksums, and that an empty cache loads them instead of
-training), their quality on the held-out split of the shared data (corpus sacreBLEU, alignment
+training), their quality on the held-out split of the course data (corpus sacreBLEU, alignment
 of Bahdanau's attention), and that the regeneration command runs (one epoch each).
 """
 
@@ -31,13 +31,13 @@ def empty_user_cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def bahdanau(shared_pairs_file):
-    return train_or_load_bahdanau(LESSON_BAHDANAU, shared_pairs_file, animate=False)
+def bahdanau(course_pairs_file):
+    return train_or_load_bahdanau(LESSON_BAHDANAU, course_pairs_file, animate=False)
 
 
-def test_shipped_files_are_the_presets_with_their_checksums(shared_pairs_file):
+def test_shipped_files_are_the_presets_with_their_checksums(course_pairs_file):
     from utils.induction import LESSON_INDUCTION
-    expected = {shipped_models.shipped_file(name, shared_pairs_file).name
+    expected = {shipped_models.shipped_file(name, course_pairs_file).name
                 for name in shipped_models.presets()} | {LESSON_INDUCTION.file_name()}
     listed = {}
     for line in (SHIPPED_DIR / shipped_models.CHECKSUMS).read_text().splitlines():
@@ -51,20 +51,20 @@ def test_shipped_files_are_the_presets_with_their_checksums(shared_pairs_file):
 
 
 @pytest.mark.slow
-def test_bahdanau_loads_from_assets_and_generalises(bahdanau, shared_pairs_file):
+def test_bahdanau_loads_from_assets_and_generalises(bahdanau, course_pairs_file):
     model, src_vocab, tgt_vocab, result, file, from_cache = bahdanau
     assert from_cache and file.parent == SHIPPED_DIR
     score, details = heldout_bleu(model, src_vocab, tgt_vocab, LESSON_BAHDANAU.num_steps,
-                                  path=shared_pairs_file)
+                                  path=course_pairs_file)
     assert len(details["sources"]) > 1000
     assert score.score >= 20, f"held-out corpus BLEU {score.score:.1f} < 20"
 
 
 @pytest.mark.slow
-def test_bahdanau_attention_aligns_on_heldout_sentences(bahdanau, shared_pairs_file):
+def test_bahdanau_attention_aligns_on_heldout_sentences(bahdanau, course_pairs_file):
     model, src_vocab, tgt_vocab, *_ = bahdanau
     translations = heldout_translations(model, src_vocab, tgt_vocab, LESSON_BAHDANAU.num_steps,
-                                        path=shared_pairs_file)
+                                        path=course_pairs_file)
     summary = summarize([t for t in translations if len(t.tokens) >= 3])
     assert summary.monotonicity_count > 500
     assert summary.mean_eos_weight <= 0.25, summary.describe()
@@ -72,33 +72,33 @@ def test_bahdanau_attention_aligns_on_heldout_sentences(bahdanau, shared_pairs_f
 
 
 @pytest.mark.slow
-def test_transformer_loads_from_assets_and_generalises(shared_pairs_file):
+def test_transformer_loads_from_assets_and_generalises(course_pairs_file):
     model, src_vocab, tgt_vocab, _, file, from_cache = train_or_load_transformer(
-        LESSON_TRANSFORMER, shared_pairs_file, animate=False)
+        LESSON_TRANSFORMER, course_pairs_file, animate=False)
     assert from_cache and file.parent == SHIPPED_DIR
     score, _ = heldout_bleu(model, src_vocab, tgt_vocab, LESSON_TRANSFORMER.num_steps,
-                            path=shared_pairs_file)
+                            path=course_pairs_file)
     assert score.score >= 25, f"held-out corpus BLEU {score.score:.1f} < 25"
 
 
 @pytest.mark.slow
-def test_no_attention_baseline_is_scored_by_source_length(shared_pairs_file):
+def test_no_attention_baseline_is_scored_by_source_length(course_pairs_file):
     model, src_vocab, tgt_vocab, _, file, from_cache = train_or_load_bahdanau(
-        LESSON_NO_ATTENTION, shared_pairs_file, animate=False)
+        LESSON_NO_ATTENTION, course_pairs_file, animate=False)
     assert from_cache and file.parent == SHIPPED_DIR
     _, details = heldout_bleu(model, src_vocab, tgt_vocab, LESSON_NO_ATTENTION.num_steps,
-                              path=shared_pairs_file)
+                              path=course_pairs_file)
     rows = bleu_by_length(details["sources"], details["predictions"], details["references"],
                           [1, 4, 5, 6, 7])
     assert [label for label, _, _ in rows][:2] == ["1-3", "4"]
     assert sum(count for _, count, _ in rows) == len(details["sources"])
 
 
-def test_training_pairs_hold_no_heldout_sentence(shared_pairs_file):
+def test_training_pairs_hold_no_heldout_sentence(course_pairs_file):
     from utils.heldout import is_held_out
     for config in (LESSON_BAHDANAU, LESSON_TRANSFORMER):
         assert not any(is_held_out(english) for english, _ in training_pairs(config,
-                                                                             shared_pairs_file))
+                                                                             course_pairs_file))
 
 
 @pytest.mark.slow
@@ -132,19 +132,19 @@ def test_bleu_by_length_buckets_and_bad_edges():
 
 
 @pytest.mark.parametrize("which", ["bahdanau", "no_attention", "transformer"])
-def test_batched_decoding_equals_one_sentence_at_a_time(which, shared_pairs_file):
+def test_batched_decoding_equals_one_sentence_at_a_time(which, course_pairs_file):
     from utils.heldout import heldout_pairs
     from utils.training import greedy_translate, greedy_translate_many
 
     if which == "transformer":
         config = LESSON_TRANSFORMER
-        model, src_vocab, tgt_vocab, *_ = train_or_load_transformer(config, shared_pairs_file,
+        model, src_vocab, tgt_vocab, *_ = train_or_load_transformer(config, course_pairs_file,
                                                                     animate=False)
     else:
         config = LESSON_BAHDANAU if which == "bahdanau" else LESSON_NO_ATTENTION
-        model, src_vocab, tgt_vocab, *_ = train_or_load_bahdanau(config, shared_pairs_file,
+        model, src_vocab, tgt_vocab, *_ = train_or_load_bahdanau(config, course_pairs_file,
                                                                  animate=False)
-    sentences = list(dict.fromkeys(e for e, _ in heldout_pairs(shared_pairs_file)))[:60]
+    sentences = list(dict.fromkeys(e for e, _ in heldout_pairs(course_pairs_file)))[:60]
     sentences += ["xyzzy plugh", "i think that we should all go home now , don't you ?"]
     batched = greedy_translate_many(model, sentences, src_vocab, tgt_vocab, config.num_steps,
                                     batch_size=16)

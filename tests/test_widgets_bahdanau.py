@@ -23,9 +23,9 @@ NUM_STEPS = 10
 
 
 @pytest.fixture(scope="module")
-def model_and_vocabs(shared_pairs_file):
+def model_and_vocabs(course_pairs_file):
     config = BahdanauConfig()
-    _, src_vocab, tgt_vocab = training_data(config, shared_pairs_file)
+    _, src_vocab, tgt_vocab = training_data(config, course_pairs_file)
     torch.manual_seed(0)
     return build_bahdanau(config, src_vocab, tgt_vocab).eval(), src_vocab, tgt_vocab
 

@@ -107,9 +107,9 @@ def test_sentence_box_retranslates_and_reports_bad_input(explorer):
 # ----------------------------------------------------------------------------- causal-mask demo
 
 @pytest.fixture(scope="module")
-def demo_runs(shared_pairs_file):
+def demo_runs(course_pairs_file):
     config = TransformerConfig(num_examples=200, num_epochs=8)
-    return causal_demo_runs(config, path=shared_pairs_file, use_cache=False)
+    return causal_demo_runs(config, path=course_pairs_file, use_cache=False)
 
 
 def test_demo_runs_differ_where_the_lesson_says(demo_runs):

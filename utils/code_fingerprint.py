@@ -17,9 +17,11 @@ import hashlib
 import pathlib
 
 UTILS_DIR = pathlib.Path(__file__).resolve().parent
-# Tools around the models, never part of what computes the weights.
+# Tools around the models, never part of what computes the weights. ``utils.data_files`` only
+# decides which file is read; the pairs it holds are hashed into every key (utils.model_cache).
 NOT_MODEL_CODE = ("utils.widgets", "utils.grading", "utils.notebook_tools", "utils.plotting",
-                  "utils.model_cache", "utils.shipped_models", "utils.code_fingerprint")
+                  "utils.model_cache", "utils.shipped_models", "utils.code_fingerprint",
+                  "utils.data_files")
 
 
 def module_path(name: str, utils_dir: pathlib.Path = UTILS_DIR) -> pathlib.Path | None:

@@ -1,15 +1,9 @@
-"""English–French sentence pairs: find the file, preprocess, build vocabularies, batch.
+"""English–French sentence pairs: preprocess, build vocabularies, batch.
 
-Where the data comes from (first match wins, see ``find_data_file``):
-
-1. an explicit ``path`` argument;
-2. the environment variable ``ATTENTION_COURSE_DATA`` (path of a ``fra-eng.txt``/``fra.txt``);
-3. the user cache: ``$XDG_CACHE_HOME/attention-course/fra.txt``
-   (``~/.cache/attention-course/fra.txt`` when ``XDG_CACHE_HOME`` is unset; the folder is
-   ``$ATTENTION_COURSE_CACHE`` instead when that is set, see ``cache_dir``);
-4. a download of the public archive ``fra-eng.zip`` used by Dive into Deep Learning. Its sha1 is
-   checked before anything is extracted; ``fra-eng/fra.txt`` is then extracted into the cache.
-   The URL can be changed with the ``url`` argument or ``ATTENTION_COURSE_DATA_URL``.
+Which file is read is decided by ``utils.data_files.find_data_file`` (imported here): an explicit
+``path``, then ``$ATTENTION_COURSE_DATA``, then the course's own pairs ``assets/data/fra-eng.txt``
+(checked by sha256; *Dive into Deep Learning*'s larger file only when asked for by name,
+``dataset="d2l-full"``).
 
 File format: one pair a line, ``English<TAB>French``; further tab-separated columns (the
 attribution column of the Anki files) are ignored. The sentences come from the Tatoeba Project
@@ -21,29 +15,16 @@ Importing this module reads no file and touches no network.
 from __future__ import annotations
 
 import collections
-import hashlib
-import os
 import pathlib
 import re
-import shutil
-import urllib.error
-import urllib.request
 import warnings
-import zipfile
 from typing import Iterable, Sequence
 
 import torch
 from torch.utils import data as torch_data
 
-DATA_ENV_VAR = "ATTENTION_COURSE_DATA"
-URL_ENV_VAR = "ATTENTION_COURSE_DATA_URL"
-DATA_URL = "http://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip"
-DATA_SHA1 = "94646ad1522d915e7b0f9296181140edcf86a4f5"
-ARCHIVE_NAME = "fra-eng.zip"
-ARCHIVE_MEMBER = "fra-eng/fra.txt"
-CACHED_FILE = "fra.txt"
-CACHE_SUBDIR = "attention-course"
-DOWNLOAD_TIMEOUT_S = 60
+from utils.data_files import (DATA_ENV_VAR, DATASET_ENV_VAR, URL_ENV_VAR,  # noqa: F401
+                              cache_dir, find_data_file)
 
 UNK, PAD, BOS, EOS = "<unk>", "<pad>", "<bos>", "<eos>"
 
@@ -57,120 +38,6 @@ _TO_PLAIN_SPACE = str.maketrans({ch: " " for ch in _SPACES})
 _PUNCTUATION = frozenset(",.!?")
 # A punctuation mark right after a character that is not a space (the book's rule, as a regex).
 _GLUED_PUNCTUATION = re.compile(r"(?<=[^ ])([,.!?])")
-
-
-# --------------------------------------------------------------------------- finding the file
-
-def cache_dir() -> pathlib.Path:
-    """The course's cache folder: ``$ATTENTION_COURSE_CACHE`` if set (the tests set it to a
-    folder of their own), else ``$XDG_CACHE_HOME/attention-course`` or
-    ``~/.cache/attention-course``."""
-    own = os.environ.get("ATTENTION_COURSE_CACHE")
-    if own:
-        return pathlib.Path(own)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return pathlib.Path(base) / CACHE_SUBDIR
-
-
-def _check_user_file(path, origin: str) -> pathlib.Path:
-    """A file the user named (argument or env var) must exist: never fall through silently."""
-    path = pathlib.Path(path).expanduser()
-    if path.is_dir():
-        raise FileNotFoundError(f"{origin} points at the folder {path}; point it at the "
-                                f"fra-eng.txt (or fra.txt) file inside it")
-    if not path.is_file():
-        raise FileNotFoundError(f"{origin} points at {path}, which does not exist; fix the path "
-                                f"or leave it unset to use the cache/download")
-    return path
-
-
-def _sha1_of(path: pathlib.Path) -> str:
-    digest = hashlib.sha1()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _verify_archive(archive: pathlib.Path, sha1: str) -> None:
-    """Refuse an archive whose sha1 is wrong: move it aside to ``<name>.corrupt`` and raise."""
-    actual = _sha1_of(archive)
-    if actual != sha1.lower():
-        corrupt = archive.with_name(archive.name + ".corrupt")
-        os.replace(archive, corrupt)
-        raise ValueError(f"checksum mismatch for {archive.name}: sha1 {actual}, expected {sha1}; "
-                         f"refused it and moved it to {corrupt} (nothing was extracted); "
-                         f"delete it and retry, or set {DATA_ENV_VAR} to a local fra-eng.txt")
-
-
-def _extract(archive: pathlib.Path, target: pathlib.Path) -> None:
-    """Extract only ``fra-eng/fra.txt`` to ``target`` (written aside first, then renamed)."""
-    try:
-        with zipfile.ZipFile(archive) as zf:
-            if ARCHIVE_MEMBER not in zf.namelist():
-                raise ValueError(f"{archive} has no member {ARCHIVE_MEMBER!r}; "
-                                 f"it is not the eng-fra archive this course expects")
-            partial = target.with_name(target.name + ".part")
-            with zf.open(ARCHIVE_MEMBER) as src, open(partial, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-    except zipfile.BadZipFile as err:
-        raise ValueError(f"{archive} is not a valid zip file ({err}); delete it and retry") from err
-    os.replace(partial, target)
-
-
-def _download(url: str, archive: pathlib.Path) -> None:
-    """Fetch ``url`` into ``archive`` (through ``<name>.part`` so a broken transfer leaves no zip)."""
-    partial = archive.with_name(archive.name + ".part")
-    try:
-        with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response, \
-                open(partial, "wb") as out:
-            shutil.copyfileobj(response, out)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    os.replace(partial, archive)
-
-
-def find_data_file(path=None, *, url: str | None = None, sha1: str | None = None,
-                   download: bool = True) -> pathlib.Path:
-    """Path of the eng-fra text file: ``path``, then ``$ATTENTION_COURSE_DATA``, then the cache,
-    then (if ``download``) a checksum-verified download extracted into the cache.
-
-    ``url`` defaults to ``$ATTENTION_COURSE_DATA_URL`` or ``DATA_URL``; ``sha1`` to ``DATA_SHA1``.
-    Raises FileNotFoundError listing every place looked when nothing works.
-    """
-    if path is not None:
-        return _check_user_file(path, "the path argument")
-    env_path = os.environ.get(DATA_ENV_VAR)
-    if env_path:
-        return _check_user_file(env_path, f"${DATA_ENV_VAR}")
-
-    folder = cache_dir()
-    cached = folder / CACHED_FILE
-    if cached.is_file():
-        return cached
-    archive = folder / ARCHIVE_NAME
-    url = url or os.environ.get(URL_ENV_VAR) or DATA_URL
-    sha1 = sha1 or DATA_SHA1
-
-    looked = (f"the path argument (not given), ${DATA_ENV_VAR} (not set), the cache {cached} "
-              f"(missing)")
-    fix = (f"pass path='.../fra-eng.txt' or set {DATA_ENV_VAR}=/path/to/fra-eng.txt "
-           f"(or let it download: check your connection / {URL_ENV_VAR})")
-    if not archive.is_file():       # an archive left by an earlier run is verified, not refetched
-        if not download:
-            raise FileNotFoundError(f"eng-fra data not found; looked at {looked}, download "
-                                    f"disabled; {fix}")
-        folder.mkdir(parents=True, exist_ok=True)
-        try:
-            _download(url, archive)
-        except (urllib.error.URLError, OSError, ValueError) as err:  # ValueError: bad URL
-            reason = getattr(err, "reason", err)
-            raise FileNotFoundError(f"eng-fra data not found; looked at {looked}, and the "
-                                    f"download from {url} failed ({reason}); {fix}") from err
-    _verify_archive(archive, sha1)  # before extraction, always
-    _extract(archive, cached)
-    return cached
 
 
 # --------------------------------------------------------------------------- reading and preprocessing
