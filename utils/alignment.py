@@ -1,16 +1,31 @@
-"""Does a translation model's attention align words? Statistics over many translations.
+"""Does a translation model's attention align words? Measures against a hand-aligned gold set.
 
-For one greedy translation (``utils.seq2seq.Translation``), ``attention`` has one row per
-output step and one column per source token (the source ends with ``<eos>``). Two measures:
+**Gold-set measures (use these).** ``utils.gold_alignment`` loads English–French pairs with
+hand-written sure and possible word links. A *map* is a tensor ``weights`` of shape (French
+tokens, source columns): row i is the attention the decoder used when producing French token i
+of the reference under teacher forcing (``teacher_forced_attention``); the source columns are
+the English tokens followed by ``<eos>`` (an extra last row, the step that predicts ``<eos>``,
+is ignored). For each French *word* (not punctuation), the linked
+English word is the argmax of its row over English words (``predicted_links``), and
+``score_maps`` / ``score_model`` report, micro-averaged over the set (``AlignmentScore``):
 
-- **weight on the source <eos>**: how much of an output word's attention goes to the source's
-  end marker rather than to a word (high values: the model reads a summary, not the words);
-- **monotonicity**: Spearman's rank correlation between an output word's position and the
-  position of the source token it attends to most. 1 means the most-attended source word moves
-  steadily to the right as the output goes on; English→French is mostly monotone, with local
-  swaps (adjective order, "ne ... pas").
+- **top-1**: the fraction of French words whose predicted English word is a gold (possible) link;
+- **AER**, the alignment error rate of Och & Ney (2003): 1 - (|A∩S| + |A∩P|) / (|A| + |S|), with
+  A the predicted links, S the sure and P the possible gold links, counts summed over the set;
+- **sharpness**: the largest weight on one English word over the weight on all English words.
 
-Only steps that produce a word count (not the step that produces ``<eos>``).
+Only French words with at least one gold link are scored (an article with no English
+counterpart, as "le" in "j'aime le café", says nothing about alignment). ``as_drawn=True`` takes
+the argmax over every column, punctuation and ``<eos>`` included, as a heat map shows them; a
+link to those is never gold. A map may also have one column per English token and none for
+``<eos>`` (e.g. a statistical aligner's p(f|e) without a NULL word).
+
+**Older statistics (kept for now).** For greedy translations (``utils.training.Translation``):
+the mean weight on the source ``<eos>``, and monotonicity, Spearman's rank correlation between
+an output word's position and the position of the source token it attends to most. Neither can
+tell an aligned map from one shifted by a column: a map that attends to the word *after* the
+right one is just as monotone and puts just as little weight on ``<eos>``. Only steps that
+produce a word count (not the step that produces ``<eos>``).
 """
 
 import dataclasses
@@ -18,7 +33,183 @@ import math
 
 import torch
 
-from utils.data import EOS
+from utils.data import BOS, EOS
+
+
+# ============================================================================ gold-set measures
+
+PUNCTUATION = frozenset({".", "?", "!", ","})
+
+
+def is_word(token: str) -> bool:
+    """True for a token that is neither punctuation nor ``<eos>``."""
+    return token not in PUNCTUATION and token != EOS
+
+
+def _tokens(name: str, tokens) -> list:
+    if isinstance(tokens, str) or not isinstance(tokens, (list, tuple)):
+        raise ValueError(f"{name} must be a list of tokens (e.g. sentence.split()), "
+                         f"got {type(tokens).__name__}")
+    if not tokens or not all(isinstance(token, str) for token in tokens):
+        raise ValueError(f"{name} must be a non-empty list of str tokens, got {tokens!r}")
+    return list(tokens)
+
+
+def teacher_forced_attention(model, src_vocab, tgt_vocab, english_tokens,
+                             french_tokens) -> torch.Tensor:
+    """The attention ``model`` pays while reading the reference French (teacher forcing).
+
+    The encoder reads ``english_tokens`` + <eos>, the decoder <bos> + ``french_tokens``; tokens
+    outside a vocabulary are read as <unk>. Returns a CPU tensor (len(french) + 1,
+    len(english) + 1): row i is the step that predicts French token i, the last row the step that
+    predicts <eos>; the last column is the source <eos>. The model runs in eval mode, without
+    gradients, and gets its training mode back afterwards.
+    """
+    english = _tokens("english_tokens", english_tokens)
+    french = _tokens("french_tokens", french_tokens)
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    enc_X = torch.tensor([src_vocab[english] + [src_vocab[EOS]]], device=device)   # (1, e + 1)
+    dec_X = torch.tensor([[tgt_vocab[BOS]] + tgt_vocab[french]], device=device)    # (1, f + 1)
+    enc_valid_len = torch.tensor([len(english) + 1], device=device)               # (1,)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            model(enc_X, dec_X, enc_valid_len)
+            try:
+                weights = model.decoder.attention_weights                 # (1, f + 1, e + 1)
+            except (AttributeError, RuntimeError):
+                weights = None
+    finally:
+        model.train(was_training)
+    if not isinstance(weights, torch.Tensor):
+        raise ValueError("the model's decoder has no attention_weights tensor; use a model whose "
+                         "decoder exposes them (e.g. the Bahdanau decoder, not the baseline)")
+    expected = (1, len(french) + 1, len(english) + 1)
+    if tuple(weights.shape) != expected:
+        raise ValueError(f"attention_weights has shape {tuple(weights.shape)}, expected "
+                         f"{expected} (batch, <bos> + French steps, English + <eos>); the "
+                         f"decoder should keep the weights of every step of its last call")
+    return weights[0].detach().float().cpu()
+
+
+def _as_map(weights, n_english: int, n_french: int, pair_id=None) -> torch.Tensor:
+    """``weights`` as (n_french, columns) on the CPU, the <eos> output row dropped.
+
+    Rows: n_french or n_french + 1 (the step that predicts <eos>); columns: n_english + 1 (the
+    last is the source <eos>) or n_english (no <eos> column). Anything else is a ValueError.
+    """
+    where = "" if pair_id is None else f"pair {pair_id}: "
+    if not isinstance(weights, torch.Tensor):
+        raise ValueError(f"{where}a map must be a tensor (French tokens, source columns), got "
+                         f"{type(weights).__name__}")
+    shape = tuple(weights.shape)
+    if (len(shape) != 2 or shape[0] not in (n_french, n_french + 1)
+            or shape[1] not in (n_english, n_english + 1)):
+        raise ValueError(f"{where}the map has shape {shape}, expected ({n_french} or "
+                         f"{n_french + 1}, {n_english + 1} or {n_english}): one row per French "
+                         f"token (+ the <eos> step), one column per English token (+ <eos>)")
+    rows = weights[:n_french].detach().float().cpu()                     # (French, columns)
+    if not torch.isfinite(rows).all():
+        raise ValueError(f"{where}the map has NaN or infinite weights; score a finite map")
+    return rows
+
+
+def _english_words(english) -> list:
+    """Column indices of the English words (punctuation and <eos> left out)."""
+    columns = [e for e, token in enumerate(english) if is_word(token)]
+    if not columns:
+        raise ValueError(f"the English sentence {list(english)} has no word to link to")
+    return columns
+
+
+def predicted_links(weights, english, french, as_drawn: bool = False) -> set:
+    """One link (english_index, french_index) for every French word: the argmax of its row.
+
+    ``weights`` (French tokens [+ 1], English tokens [+ 1]) as in the module docstring. The
+    argmax runs over the English words (punctuation and <eos> columns left out; renormalising
+    over them would not move it), or with ``as_drawn`` over every column, so that the link may
+    point to punctuation or to len(english), the <eos> column. French punctuation gets no link.
+    Ties go to the leftmost column. Every French word gets a link; ``score_maps`` keeps those of
+    the French words that have a gold link.
+    """
+    rows = _as_map(weights, len(english), len(french))                   # (French, columns)
+    columns = list(range(rows.shape[1])) if as_drawn else _english_words(english)
+    return {(columns[int(rows[f, columns].argmax())], f)
+            for f, token in enumerate(french) if is_word(token)}
+
+
+@dataclasses.dataclass(frozen=True)
+class AlignmentScore:
+    """Alignment of maps to a gold set, micro-averaged over the scored French words."""
+
+    top1: float             # fraction of scored French words whose link is a gold (possible) one
+    aer: float              # Och & Ney's alignment error rate, counts pooled over the set
+    sharpness: float        # mean of max weight on an English word / weight on all English words
+    words: int              # scored French words (French words with at least one gold link)
+    pairs: int
+    predicted: int          # |A|: one predicted link per scored word
+    sure: int               # |S|: sure links of the scored words
+    predicted_sure: int     # |A ∩ S|
+    predicted_possible: int  # |A ∩ P|
+    as_drawn: bool = False  # the argmax ran over every column (punctuation and <eos> too)
+
+    def describe(self) -> str:
+        over = "every column, as drawn" if self.as_drawn else "English words"
+        return (f"top-1 {self.top1:.2f} | AER {self.aer:.2f} | sharpness {self.sharpness:.2f} "
+                f"({self.words} French words of {self.pairs} pairs, argmax over {over})")
+
+
+def score_maps(maps, gold_pairs, as_drawn: bool = False) -> AlignmentScore:
+    """Score attention maps against gold pairs (``utils.gold_alignment.GoldPair``).
+
+    ``maps[k]`` is the map of ``gold_pairs[k]``: (French tokens [+ 1 <eos> row], English tokens
+    [+ 1 <eos> column]). Only French words (not punctuation) with at least one gold link are
+    scored; S and P are restricted to them. AER = 1 - (|A∩S| + |A∩P|) / (|A| + |S|), each count
+    summed over the whole set (Och & Ney). A scored word that gives no weight at all to English
+    words has sharpness 1 / (number of English words), as if its weights were uniform.
+    """
+    maps, gold_pairs = list(maps), list(gold_pairs)
+    if len(maps) != len(gold_pairs):
+        raise ValueError(f"got {len(maps)} maps for {len(gold_pairs)} gold pairs; pass one map "
+                         f"per pair, in the same order")
+    words = predicted = sure_count = hit_sure = hit_possible = 0
+    sharpness = 0.0
+    for weights, pair in zip(maps, gold_pairs):
+        rows = _as_map(weights, len(pair.english), len(pair.french), pair.id)
+        scored = {f for f in pair.linked_french if is_word(pair.french[f])}
+        links = {link for link in predicted_links(rows, pair.english, pair.french, as_drawn)
+                 if link[1] in scored}
+        sure = {link for link in pair.sure if link[1] in scored}
+        words += len(scored)
+        predicted += len(links)
+        sure_count += len(sure)
+        hit_sure += len(links & sure)
+        hit_possible += len(links & pair.possible)
+        columns = _english_words(pair.english)
+        for f in scored:
+            on_words = rows[f, columns]                                  # (English words,)
+            total = on_words.sum().item()
+            sharpness += on_words.max().item() / total if total > 0 else 1 / len(columns)
+    if words == 0:
+        raise ValueError("no French word of these pairs has a gold link; nothing to score "
+                         "(check the pairs' sure/possible links)")
+    return AlignmentScore(top1=hit_possible / predicted,
+                          aer=1 - (hit_sure + hit_possible) / (predicted + sure_count),
+                          sharpness=sharpness / words, words=words, pairs=len(gold_pairs),
+                          predicted=predicted, sure=sure_count, predicted_sure=hit_sure,
+                          predicted_possible=hit_possible, as_drawn=as_drawn)
+
+
+def score_model(model, src_vocab, tgt_vocab, gold_pairs, as_drawn: bool = False) -> AlignmentScore:
+    """``score_maps`` of the teacher-forced attention of ``model`` on every gold pair."""
+    gold_pairs = list(gold_pairs)
+    maps = [teacher_forced_attention(model, src_vocab, tgt_vocab, pair.english, pair.french)
+            for pair in gold_pairs]
+    return score_maps(maps, gold_pairs, as_drawn)
+
+
+# ============================================================================ older statistics
 
 
 def ranks(values) -> list:
