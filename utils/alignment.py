@@ -209,6 +209,24 @@ def score_model(model, src_vocab, tgt_vocab, gold_pairs, as_drawn: bool = False)
     return score_maps(maps, gold_pairs, as_drawn)
 
 
+def model1_maps(model1, gold_pairs) -> list:
+    """IBM Model 1's posterior p(a_i = j | e, f) for each gold pair, one row per French token
+    and one column per English token (NULL left out), ready for ``score_maps``."""
+    return [model1.alignment_matrix(list(pair.english), list(pair.french), null=False)
+            for pair in gold_pairs]
+
+
+def train_model1_on(config, path=None, iterations: int = 10):
+    """IBM Model 1 trained on exactly the pairs a translation ``config`` trains on."""
+    from utils.data import tokenize
+    from utils.ibm_model1 import train_model1
+    from utils.training import training_pairs
+
+    pairs = [(tokenize(english), tokenize(french))
+             for english, french in training_pairs(config, path)]
+    return train_model1(pairs, iterations=iterations)
+
+
 # ============================================================================ older statistics
 
 
