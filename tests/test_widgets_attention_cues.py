@@ -63,3 +63,12 @@ def test_zero_query_gives_uniform_weights(explorer):
 def test_rejects_keys_that_do_not_match_three_sliders():
     with pytest.raises(ValueError, match=r"keys must have shape \(n, 3\)"):
         AttentionCuesExplorer(keys=[[1.0, 0.0]], values=[[1.0]])
+
+
+def test_labels_count_from_one_like_the_lesson(explorer):
+    # Lesson 1 numbers keys k_1..k_4 and the query's entries 1..3; every label shown agrees.
+    assert [explorer.controls[f"q{i}"].description for i in (1, 2, 3)] == [
+        "query entry 1", "query entry 2", "query entry 3"]
+    assert [t.get_text() for t in explorer.ax_bar.get_xticklabels()] == [
+        "key 1", "key 2", "key 3", "key 4"]
+    assert [t.get_text() for t in explorer.ax_map.get_xticklabels()] == ["1", "2", "3", "4"]

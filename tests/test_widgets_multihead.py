@@ -9,8 +9,8 @@ import pytest  # noqa: E402
 from traitlets import TraitError  # noqa: E402
 import torch  # noqa: E402
 
-from utils.widgets.multihead import (HeadsExplorer, head_offsets, head_weights,  # noqa: E402
-                                     offset_multihead, position_tokens)
+from utils.widgets.multihead import (HeadsExplorer, favourite_keys, head_offsets,  # noqa: E402
+                                     head_weights, offset_multihead, position_tokens)
 
 
 def test_head_offsets_cycle_previous_same_next():
@@ -44,10 +44,34 @@ def test_heads_differ_from_each_other():
     assert (weights[1] - weights[2]).abs().max() > 0.9
 
 
-def test_size_one_heads_can_only_pick_an_end():
-    weights = head_weights(12, valid_len=8)
-    picks = set(weights.argmax(-1).flatten().tolist())
-    assert picks <= {0, 7}
+def test_size_one_heads_differ_but_each_picks_only_an_end():
+    weights = head_weights(12, valid_len=8)                       # (12, 8, 8), head size 1
+    for i in range(12):                                           # each head keeps its offset
+        for j in range(i):
+            assert (weights[i] - weights[j]).abs().max() > 0.1, (i, j)
+    for head, offset in enumerate(head_offsets(12)):
+        for t in range(8):
+            # q_t ∝ cos(π (t + o) / 8), k_s = cos(π s / 8) falls from key 0 to key 7
+            q = np.cos(np.pi * (t + offset) / 8)
+            pick = favourite_keys(weights, t, valid_len=8)[head]
+            if abs(q) < 1e-6:                                     # t + o = ±4: q = 0
+                assert pick is None
+                torch.testing.assert_close(weights[head, t], torch.full((8,), 1 / 8))
+            else:
+                assert pick == (0 if q > 0 else 7), (head, t)
+
+
+def test_size_one_heads_with_masked_keys_pick_first_or_last_valid_key():
+    weights = head_weights(12, valid_len=5)
+    picks = {favourite_keys(weights, t, valid_len=5)[head] for head in range(12) for t in range(8)}
+    assert picks == {0, 4, None}
+
+
+def test_favourite_keys_ignores_masked_keys_and_flat_rows():
+    weights = torch.zeros(2, 3, 4)
+    weights[0, 1, :3] = 1 / 3                                     # uniform over 3 valid keys
+    weights[1, 1] = torch.tensor([0.1, 0.7, 0.2, 0.0])
+    assert favourite_keys(weights, 1, valid_len=3) == [None, 1]
 
 
 def test_valid_length_masks_keys():
@@ -84,12 +108,16 @@ def test_heads_slider_changes_panels_readout_and_picture(explorer):
     assert explorer.image is before_image                          # updated in place
     assert explorer.view.value != before_png
     titles = [t.get_text() for t in explorer.titles]
-    assert sum(bool(t) for t in titles) == 4 and titles[3] == "head 4 → key t-2"
+    assert sum(bool(t) for t in titles) == 4 and titles[3] == "head 4 (aim t-2)"
     picture = explorer.image.get_array()
     assert np.isfinite(np.asarray(picture, dtype=float)).sum() == 4 * 64   # four 8x8 panels
     explorer.controls["heads"].value = 12
     assert sum(bool(t.get_text()) for t in explorer.titles) == 12
-    assert "size-1 heads can only pick the first or last key" in explorer.readout.value
+    assert "size-1 heads can only pick the first or last key (of the valid keys)" in explorer.readout.value
+    # query 4 of head 2 (aim t): q = 0, a uniform row, reported as no favourite
+    assert explorer.state["looks_at"] == [0, None, 7, 0, 7, 0, 7, 0, 7, 0, 7, 0]
+    assert "[0, –, 7, 0, 7" in explorer.readout.value
+    assert "(–: a uniform row, no favourite key)" in explorer.readout.value
 
 
 def test_valid_length_slider_greys_masked_keys(explorer):

@@ -61,6 +61,29 @@ def test_unscaled_scores_saturate_and_scaled_do_not():
     assert big["entropy"] < 0.3 < 1.5 < big_scaled["entropy"] < math.log(10)
     assert big["max_weight"] > 0.9 and big["jacobian_norm"] < small["jacobian_norm"] / 4
     torch.testing.assert_close(big["weights"].sum(-1), torch.ones(256))
+    # Saturated: fewer than 2 of 10 keys keep a weight >= 1e-3; scaled, all of them do.
+    assert big["live_keys"] < 2 and big_scaled["live_keys"] == 10
+    # The gradient reaching the query does not shrink without scaling: the √d the scale would
+    # remove makes up for the smaller Jacobian (what the lesson says in section 4).
+    assert big["query_gradient"] > small["query_gradient"] > big_scaled["query_gradient"]
+
+
+def test_saturation_stats_gradients_match_autograd():
+    q, k = random_unit_vectors(3, 8, seed=4), random_unit_vectors(5, 8, seed=5)
+    for scaled in (False, True):
+        stats = saturation_stats(q, k, scaled)
+        scale = math.sqrt(8) if scaled else 1.0
+        by_query, by_scores = [], []
+        for row in q:
+            by_query.append(torch.autograd.functional.jacobian(
+                lambda x: torch.softmax(k @ x / scale, -1), row).norm())
+            by_scores.append(torch.autograd.functional.jacobian(
+                lambda s: torch.softmax(s, -1), k @ row / scale).norm())
+        expected_query, expected_scores = torch.stack(by_query), torch.stack(by_scores)
+        assert stats["query_gradient"] == pytest.approx(expected_query.mean().item(), rel=1e-5)
+        assert stats["jacobian_norm"] == pytest.approx(expected_scores.mean().item(), rel=1e-5)
+    weights = stats["weights"]
+    assert stats["live_keys"] == pytest.approx((weights >= 1e-3).sum(-1).float().mean().item())
 
 
 def test_saturation_stats_rejects_mismatched_sizes():
@@ -145,6 +168,18 @@ def test_scale_explorer_saturates_without_scaling(scale_explorer):
     assert max(heights) > 0.9
     np.testing.assert_allclose(marker.get_data(), [[1024], [state["entropy"]]])
     assert "d = 1024, scores q·k: score std" in scale_explorer.readout.value
+    live = f"live keys (weight ≥ 0.001) {state['live_keys']:.1f} of 10"
+    assert live in scale_explorer.readout.value
+    assert f"‖∂α/∂q‖ {state['query_gradient']:.3f}" in scale_explorer.readout.value
+
+
+def test_scale_explorer_draws_the_lessons_line_styles(scale_explorer):
+    # Lesson 3's figure: unscaled q·k solid (first default colour), scaled q·k/√d dashed magenta.
+    from matplotlib.colors import to_hex
+    lines = {line.get_label(): line for line in scale_explorer.ax_curve.get_lines()}
+    unscaled, scaled = lines["q·k"], lines["q·k/√d"]
+    assert unscaled.get_linestyle() == "-" and to_hex(unscaled.get_color()) == to_hex("C0")
+    assert scaled.get_linestyle() == "--" and to_hex(scaled.get_color()) == to_hex("m")
 
 
 def test_scale_explorer_curves_match_the_pure_function(scale_explorer):

@@ -44,24 +44,24 @@ def test_lesson_01_sliders_move_the_weights(jupyter_lab, browser_page, console_e
     picture = page.locator("img.widget-image").last
     old_src = picture.get_attribute("src")
 
-    # query[2] typed into its readout: [0, 10, 10] ties keys 1, 2, 3.
-    set_slider_by_readout(page, find_slider(page, "query[2]"), 10)
+    # query entry 3 typed into its readout: [0, 10, 10] ties keys 2, 3, 4.
+    set_slider_by_readout(page, find_slider(page, "query entry 3"), 10)
     text = wait_for_text_change(readout, text)
     assert _weights_in(text) == [0.0, 0.33, 0.33, 0.33]
     expect(picture).not_to_have_attribute("src", old_src)
 
-    # query[1] down to 0 with arrow keys (20 steps of 0.5): keys 3 and 4 share the weight.
-    press_slider_keys(page, "query[1]", "ArrowLeft", 20)
+    # query entry 2 down to 0 with arrow keys (20 steps of 0.5): keys 3 and 4 share the weight.
+    press_slider_keys(page, "query entry 2", "ArrowLeft", 20)
     expect(readout).to_contain_text("weights: [0.00, 0.00, 0.50, 0.50]")
     expect(readout).to_contain_text("output: [550.00, 5.50]")
 
-    # query[0] up to 10: [10, 0, 10] ties keys 1, 3 and 4.
-    press_slider_keys(page, "query[0]", "ArrowRight", 20)
+    # query entry 1 up to 10: [10, 0, 10] ties keys 1, 3 and 4.
+    press_slider_keys(page, "query entry 1", "ArrowRight", 20)
     expect(readout).to_contain_text("weights: [0.33, 0.00, 0.33, 0.33]")
 
-    # Query [1, 1.5, 0], a little closer to key 1; then a large temperature flattens the weights.
+    # Query [1, 1.5, 0], a little closer to key 2; then a large temperature flattens the weights.
     # Expected values computed here with a plain softmax, independently of utils.
-    for name, value in (("query[0]", 1), ("query[1]", 1.5), ("query[2]", 0)):
+    for name, value in (("query entry 1", 1), ("query entry 2", 1.5), ("query entry 3", 0)):
         set_slider_by_readout(page, name, value)
     expect(readout).to_contain_text(f"weights: {_softmax_text([10, 15, 0, 0], 1.0)}")
     set_slider_by_readout(page, "temperature", 10)

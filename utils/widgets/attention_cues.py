@@ -19,7 +19,10 @@ def query_slider(name: str, value: float) -> widgets.FloatSlider:
 
 
 class AttentionCuesExplorer(BlittedExplorer):
-    """Three query sliders and a temperature slider; bar chart, heatmap and output update live."""
+    """Three query sliders and a temperature slider; bar chart, heatmap and output update live.
+
+    Keys and query entries are numbered from 1 on every label, as in the lesson's text.
+    """
 
     def __init__(self, keys=LESSON_KEYS, values=LESSON_VALUES, query=(0.0, 10.0, 0.0)):
         self.keys = torch.as_tensor(keys, dtype=torch.float32)       # (n, 3)
@@ -27,7 +30,9 @@ class AttentionCuesExplorer(BlittedExplorer):
         if self.keys.shape[1] != 3 or len(query) != 3:
             raise ValueError(f"the explorer has three query sliders, so keys must have shape "
                              f"(n, 3); got keys {tuple(self.keys.shape)}, query of length {len(query)}")
-        controls = {f"q{i + 1}": query_slider(f"query[{i}]", q) for i, q in enumerate(query)}
+        # Labels count from 1, as lesson 1 does everywhere (keys 1-4, entries 1-3 of the query).
+        controls = {f"q{i + 1}": query_slider(f"query entry {i + 1}", q)
+                    for i, q in enumerate(query)}
         controls["temperature"] = widgets.FloatLogSlider(
             value=1.0, base=10, min=-1, max=1, step=0.05, description="temperature",
             readout_format=".2f", style={"description_width": "initial"})
@@ -43,8 +48,8 @@ class AttentionCuesExplorer(BlittedExplorer):
                            for i in range(n)]
         self.image = self.ax_map.imshow(np.zeros((1, n)), cmap="Reds", vmin=0, vmax=1,
                                         aspect="auto")
-        self.ax_map.set(xticks=range(n), xticklabels=range(1, n + 1), yticks=[0], yticklabels=["query"], xlabel="keys",
-                        title="heatmap")
+        self.ax_map.set(xticks=range(n), xticklabels=range(1, n + 1), yticks=[0],
+                        yticklabels=["query"], xlabel="keys", title="heatmap")
         fig.colorbar(self.image, ax=self.ax_map, shrink=0.8)
         fig.tight_layout()
 

@@ -3,11 +3,12 @@
 ``HeadsExplorer`` runs a ``MultiHeadAttention`` (hidden size 12) over eight tokens that carry
 only their position. Its query and key projections are *built*, not trained, so that head i
 looks a fixed number of steps away (one back, here, one ahead, two back, ...): the per-head
-heatmaps show heads that differ. A heads slider offers only the divisors of the hidden size; a
-valid-length slider masks the last keys.
+heatmaps show heads that differ. Heads of size 1 cannot do that (see ``offset_multihead``).
+A heads slider offers only the divisors of the hidden size; a valid-length slider masks the
+last keys.
 
 Pure functions (tested directly): ``position_tokens``, ``head_offsets``,
-``offset_multihead`` and ``head_weights``.
+``offset_multihead``, ``head_weights`` and ``favourite_keys``.
 """
 
 import math
@@ -58,8 +59,11 @@ def offset_multihead(num_heads: int, num_hiddens: int = HIDDEN, num_tokens: int 
     Head i owns d = D/h features, i.e. p = d // 2 (cos, sin) pairs. Its query rotates pair k of
     the token by ω_k·o_i, its key copies it, so q_t·k_s ∝ Σ_k cos(ω_k (t + o_i - s)): largest at
     s = t + o_i. The scale makes the target beat its neighbours by ``margin`` (in scores).
-    A head of size 1 has no pair: it gets q ∝ cos(ω_1 t), k = cos(ω_1 s) — a product of two
-    numbers, which can only prefer the first or the last key.
+    A head of size 1 has room for one feature of a pair only: the first row of the same
+    construction, q_t ∝ cos(ω_1 (t + o_i)) and k_s = cos(ω_1 s). Each size-1 head keeps its own
+    offset (so the heads differ), but its score q_t·k_s is a product of two numbers: with k_s
+    falling from the first key to the last, a query with q_t > 0 prefers the first valid key,
+    one with q_t < 0 the last, and one with q_t = 0 (t + o_i = ±num_tokens / 2) a uniform row.
     """
     d = check_num_heads(num_hiddens, num_heads)
     omega = frequencies(num_hiddens, num_tokens)                          # (D/2,)
@@ -69,8 +73,10 @@ def offset_multihead(num_heads: int, num_hiddens: int = HIDDEN, num_tokens: int 
         row = head * d
         pairs = max(d // 2, 1)
         scale = margin * math.sqrt(d) / float((1 - torch.cos(omega[:pairs])).sum())
-        if d == 1:
-            W_q[row, 0], W_k[row, 0] = scale, 1.0                         # cos ω_1 t only
+        if d == 1:                                                        # first rows only:
+            angle = float(omega[0]) * offset                              # q = scale·cos ω_1(t+o)
+            W_q[row, 0], W_q[row, 1] = scale * math.cos(angle), -scale * math.sin(angle)
+            W_k[row, 0] = 1.0                                             # k = cos ω_1 s
             continue
         for k in range(pairs):
             angle = float(omega[k]) * offset
@@ -98,6 +104,18 @@ def head_weights(num_heads: int, valid_len: int, num_hiddens: int = HIDDEN,
     with torch.no_grad():
         mha(X, X, X, torch.tensor([valid_len]))
     return mha.attention_weights[0]                                       # (h, n, n)
+
+
+def favourite_keys(weights: torch.Tensor, query: int, valid_len: int,
+                   flat: float = 1e-3) -> list:
+    """Per head, the key that ``query`` weighs most, or None where its row is uniform.
+
+    weights: (h, n, n). Only the first ``valid_len`` keys count (the others weigh 0). A row whose
+    valid weights differ by less than ``flat`` has no favourite: its argmax would be round-off.
+    """
+    row = weights[:, query, :valid_len]                                   # (h, valid_len)
+    spread = row.max(-1).values - row.min(-1).values                      # (h,)
+    return [None if s < flat else int(k) for s, k in zip(spread.tolist(), row.argmax(-1).tolist())]
 
 
 def mosaic_layout(num_heads: int, columns: int = 6, rows: int = 2) -> tuple:
@@ -153,7 +171,7 @@ class HeadsExplorer(BlittedExplorer):
         query = min(self.num_tokens // 2, valid_len - 1)
         return {"heads": heads, "valid_len": valid_len, "weights": weights,
                 "head_size": self.num_hiddens // heads, "offsets": head_offsets(heads),
-                "query": query, "looks_at": weights[:, query].argmax(-1).tolist()}
+                "query": query, "looks_at": favourite_keys(weights, query, valid_len)}
 
     def mosaic(self, state) -> np.ndarray:
         """All panels in one picture: (rows·(n+1), cols·(n+1)), NaN gaps, MASKED masked keys."""
@@ -180,12 +198,13 @@ class HeadsExplorer(BlittedExplorer):
             offset = state["offsets"][head]
             aim = "t" if offset == 0 else f"t{offset:+d}"
             title.set_position((c * slot * scale, r * slot * scale - 0.1))
-            title.set_text(f"head {head + 1} → key {aim}")
+            title.set_text(f"head {head + 1} (aim {aim})")          # built for; size 1 misses
 
     def describe(self, state) -> str:
-        looks = ", ".join(str(k) for k in state["looks_at"])
-        note = (" &nbsp;·&nbsp; size-1 heads can only pick the first or last key"
+        looks = ", ".join("–" if k is None else str(k) for k in state["looks_at"])
+        uniform = (" (–: a uniform row, no favourite key)" if None in state["looks_at"] else "")
+        note = (" &nbsp;·&nbsp; size-1 heads can only pick the first or last key (of the valid keys)"
                 if state["head_size"] == 1 else "")
         return (f"heads: {state['heads']} &nbsp;·&nbsp; head size: {state['head_size']} "
                 f"&nbsp;·&nbsp; valid length: {state['valid_len']} &nbsp;·&nbsp; "
-                f"query {state['query']} looks hardest at keys: [{looks}]{note}")
+                f"query {state['query']} looks hardest at keys: [{looks}]{uniform}{note}")

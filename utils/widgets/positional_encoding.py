@@ -172,8 +172,11 @@ class PositionalEncodingExplorer(BlittedExplorer):
     def describe(self, state) -> str:
         columns = state["columns"]
         periods = ", ".join(f"{p:.1f}" for p in state["periods"])
+        # Round-off digits differ between machines: print the bound they stay under.
+        spread = state["offset_spread"]
+        deviation = "below 1e-12" if spread < 1e-12 else f"{spread:.1e}"
         return (f"d = {state['dim']}, base = {state['base']:.0f}, positions "
                 f"{state['positions'][0]}–{state['positions'][-1]}, columns "
                 f"{columns[0]}–{columns[-1]} (periods {periods}); longest period "
                 f"{state['longest_period']:.0f}; similarity depends only on j − i "
-                f"(largest deviation {state['offset_spread']:.1e})")
+                f"(largest deviation {deviation})")

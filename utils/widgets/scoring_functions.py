@@ -3,7 +3,8 @@
 - ``MaskExplorer``: a scoring-function menu, one valid-length slider per query row and a causal
   toggle; the (queries, keys) weight heatmap and the per-row entropy update in place.
 - ``ScaleExplorer``: a dimension slider and a "divide by √d" toggle; the weights of one query,
-  the mean entropy of the weights and the size of the softmax gradient update in place.
+  the mean entropy of the weights, how many keys keep a weight that can carry gradient, and the
+  gradient of the weights with respect to the scores and to the query update in place.
 
 The numbers come from pure functions (``masked_weights``, ``random_unit_vectors``,
 ``saturation_stats``) that the tests call directly.
@@ -23,6 +24,12 @@ from utils.widgets.base import BlittedExplorer
 SCORING_CHOICES = {"additive": "additive", "dot product": "dot",
                    "scaled dot product": "scaled_dot", "bilinear": "bilinear"}
 DIMENSIONS = tuple(2 ** i for i in range(11))          # 1, 2, 4, ..., 1024
+# A key j whose weight is below this gets a score gradient ∂L/∂a_j = α_j (g_j - αᵀg) of at
+# most 2 * LIVE_WEIGHT * max|g|, g = ∂L/∂α being the gradient that arrives at the weights.
+LIVE_WEIGHT = 1e-3
+# Line styles of the unscaled (False) and scaled (True) curves, as in the lesson's figure (the
+# first two of utils.plotting.DEFAULT_FMTS): q·k solid, q·k/√d dashed magenta.
+CURVE_STYLES = {False: "-", True: "m--"}
 
 
 # ----------------------------------------------------------------------------- pure functions
@@ -65,20 +72,26 @@ def random_unit_vectors(num: int, size: int, seed: int) -> torch.Tensor:
 def saturation_stats(queries: torch.Tensor, keys: torch.Tensor, scaled: bool) -> dict:
     """How saturated the softmax of q·k (or q·k/√d) is, for queries (m, d) and keys (n, d).
 
-    Returns the scores' standard deviation, the weights (m, n), and means over queries of the
-    entropy (nats), the largest weight and the norm of the softmax Jacobian.
+    Returns the scores' standard deviation, the weights (m, n), and means over queries of:
+    the entropy (nats), the largest weight, the number of keys whose weight is at least
+    ``LIVE_WEIGHT`` (``live_keys``), the norm of the softmax Jacobian ∂α/∂scores
+    (``jacobian_norm``) and the norm of ∂α/∂q, the gradient that reaches the query through the
+    scores (``query_gradient``; it carries the factor 1/√d when ``scaled``).
     """
     if queries.dim() != 2 or keys.dim() != 2 or queries.shape[1] != keys.shape[1]:
         raise ValueError(f"need queries (m, d) and keys (n, d) of one size d, got "
                          f"{tuple(queries.shape)} and {tuple(keys.shape)}")
-    scores = queries @ keys.T                                           # (m, n)
-    if scaled:
-        scores = scores / math.sqrt(queries.shape[1])
+    scale = math.sqrt(queries.shape[1]) if scaled else 1.0
+    scores = queries @ keys.T / scale                                   # (m, n)
     weights = torch.softmax(scores, dim=-1)                             # (m, n)
+    jacobian = torch.diag_embed(weights) - weights[:, :, None] * weights[:, None, :]  # (m, n, n)
+    query_jacobian = jacobian @ keys / scale                            # (m, n, d) ∂α/∂q
     return {"score_std": scores.std().item(), "weights": weights,
             "entropy": attention_entropy(weights).mean().item(),
             "max_weight": weights.max(dim=-1).values.mean().item(),
-            "jacobian_norm": softmax_jacobian_norm(weights).mean().item()}
+            "live_keys": (weights >= LIVE_WEIGHT).sum(dim=-1).float().mean().item(),
+            "jacobian_norm": softmax_jacobian_norm(weights).mean().item(),
+            "query_gradient": query_jacobian.flatten(1).norm(dim=-1).mean().item()}
 
 
 # ----------------------------------------------------------------------------- explorers
@@ -165,7 +178,8 @@ class ScaleExplorer(BlittedExplorer):
         self.bars = self.ax_bar.bar(range(n), np.zeros(n), color="tab:red")
         self.ax_bar.set(ylim=(0, 1.05), xticks=range(n), xlabel="key", ylabel="weight",
                         title="weights of query 0")
-        for scaled, style in ((False, "m--"), (True, "-")):
+        # The lesson's convention (its figure of section 4): unscaled solid, scaled dashed magenta.
+        for scaled, style in CURVE_STYLES.items():
             self.ax_curve.plot(DIMENSIONS, self.curves[scaled], style,
                                label="q·k/√d" if scaled else "q·k")
         self.ax_curve.axhline(math.log(n), color="gray", lw=0.8, ls=":", label="uniform")
@@ -192,4 +206,7 @@ class ScaleExplorer(BlittedExplorer):
         return (f"d = {state['d']}, scores {how}: score std {state['score_std']:.2f} "
                 f"&nbsp;·&nbsp; mean entropy {state['entropy']:.2f} of {math.log(n):.2f} nats "
                 f"&nbsp;·&nbsp; mean largest weight {state['max_weight']:.2f} "
-                f"&nbsp;·&nbsp; softmax gradient size {state['jacobian_norm']:.3f}")
+                f"&nbsp;·&nbsp; live keys (weight ≥ {LIVE_WEIGHT:g}) "
+                f"{state['live_keys']:.1f} of {n} "
+                f"&nbsp;·&nbsp; ‖∂α/∂scores‖ {state['jacobian_norm']:.3f} "
+                f"&nbsp;·&nbsp; ‖∂α/∂q‖ {state['query_gradient']:.3f}")
