@@ -7,8 +7,9 @@ import torch
 from scipy import stats
 from torch import nn
 
-from utils.alignment import (PUNCTUATION, eos_weight, monotonicity, predicted_links, ranks,
-                             score_maps, spearman, summarize, teacher_forced_attention)
+from utils.alignment import (PUNCTUATION, argmax_targets, eos_weight, link_offsets,
+                             monotonicity, predicted_links, ranks, score_by_tag, score_maps,
+                             spearman, summarize, teacher_forced_attention)
 from utils.data import Vocab
 from utils.gold_alignment import parse_gold
 from utils.seq2seq import BahdanauConfig, build_bahdanau
@@ -222,3 +223,47 @@ def test_teacher_forced_attention_needs_attention_weights():
     vocab = Vocab(["a"])
     with pytest.raises(ValueError, match="no attention_weights"):
         teacher_forced_attention(NoAttention(), vocab, vocab, ["a"], ["a"])
+
+
+# ------------------------------------------------------------ per tag, offsets, argmax targets
+
+def test_score_by_tag_scores_each_tags_pairs_together():
+    maps = [torch.eye(8), one_hot(READ, {0: 1, 1: 1, 2: 2, 3: 4, 4: 3, 5: 5}),
+            one_hot(COFFEE, {0: 1, 1: 2, 2: 3, 3: 3, 4: 4})]
+    by_tag = score_by_tag(maps, GOLD)
+    assert list(by_tag) == sorted({"monotone", "adjective-after-noun", "elision",
+                                   "unlinked-article"})
+    assert by_tag["monotone"] == score_maps(maps[:1], GOLD[:1])
+    assert by_tag["adjective-after-noun"] == score_maps(maps[1:], GOLD[1:])
+    assert by_tag["unlinked-article"].top1 == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="2 maps for 3 gold pairs"):
+        score_by_tag(maps[:2], GOLD)
+
+
+def test_link_offsets_see_a_shifted_map_look_one_word_ahead():
+    eye = torch.eye(8)
+    assert link_offsets([eye], [DIAGONAL]) == {0: 6}
+    ahead = torch.roll(eye, shifts=1, dims=1)            # French word i attends English i + 1
+    # "table" (5) would attend "." (6), not a word: its argmax over words falls back to 0
+    offsets = link_offsets([ahead], [DIAGONAL])
+    assert offsets[1] == 5 and sum(offsets.values()) == 6
+    behind = torch.roll(eye, shifts=-1, dims=1)
+    assert link_offsets([behind], [DIAGONAL])[-1] == 5
+    # unlinked "le" of "j'aime le café noir" is not counted; noir -> coffee is 1 to the right
+    coffee = one_hot(COFFEE, {0: 1, 1: 2, 2: 3, 3: 3, 4: 4})
+    assert link_offsets([coffee], [COFFEE]) == {0: 2, 1: 1}
+
+
+def test_argmax_targets_count_where_the_drawn_maximum_falls():
+    weights = one_hot(DIAGONAL, {0: 0, 1: 1, 2: 3, 3: 6})  # 4, 5 on <eos>; 3 on "."
+    counts = argmax_targets([weights], [DIAGONAL])
+    assert counts == {"gold link": 2, "other English word": 1, "punctuation": 1, "<eos>": 2}
+    no_eos_column = torch.eye(7)                         # a map without an <eos> column
+    assert argmax_targets([no_eos_column], [DIAGONAL])["gold link"] == 6
+    # "table" (5) is the last scored word: on <eos>
+    assert argmax_targets([weights], [DIAGONAL], words="last") == {
+        "gold link": 0, "other English word": 0, "punctuation": 0, "<eos>": 1}
+    assert argmax_targets([weights], [DIAGONAL], words="others") == {
+        "gold link": 2, "other English word": 1, "punctuation": 1, "<eos>": 1}
+    with pytest.raises(ValueError, match="words must be"):
+        argmax_targets([weights], [DIAGONAL], words="first")

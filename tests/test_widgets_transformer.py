@@ -1,5 +1,7 @@
 """Headless tests of the lesson-7 explorers and the pure functions under them."""
 
+import html
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -12,7 +14,7 @@ from utils.data import Vocab  # noqa: E402
 from utils.transformer import (Transformer, TransformerConfig, attention_maps,  # noqa: E402
                                causal_demo_runs)
 from utils.widgets.transformer import (CausalMaskExplorer, TransformerAttentionExplorer,  # noqa: E402
-                                       pick_heatmap)
+                                       pick_heatmap, reference_note)
 
 SENTENCES = ("go .", "i lost .", "he's calm .")
 
@@ -53,6 +55,15 @@ def test_pick_heatmap_places_weights_top_left_and_labels_axes(toy):
         pick_heatmap(maps, "sideways", 1, 1, 8)
 
 
+def test_reference_note_says_whether_the_translation_is_the_reference():
+    assert reference_note("il est calme .", None) == ""
+    assert reference_note("il est calme .", "il est calme .") == \
+        " (the reference <i>il est calme .</i>)"
+    assert reference_note("il est bon .", "il est calme .") == \
+        " (wrong: the reference is <i>il est calme .</i>)"
+    assert "&lt;b&gt;" in reference_note("", "<b>")                  # escaped
+
+
 # ----------------------------------------------------------------------------- attention explorer
 
 def test_explorer_starts_on_cross_attention(explorer):
@@ -86,6 +97,22 @@ def test_kind_changes_the_shape_and_the_labels(explorer):
     explorer.controls["kind"].value = "encoder"
     assert explorer.state["matrix"].shape == (8, 8)
     assert explorer.state["matrix"][:, 4:].sum() == 0          # keys past the valid length
+
+
+def test_readout_shows_the_reference_of_a_known_sentence(toy):
+    model, src, tgt = toy
+    explorer = TransformerAttentionExplorer(model, src, tgt, num_steps=8, sentences=SENTENCES,
+                                            references={"he's calm .": "il est calme .",
+                                                        "i lost .": "<b>"})
+    text = explorer.state["maps"].translation.text
+    expected = reference_note(text, "il est calme .")
+    assert expected and expected in explorer.readout.value
+    explorer.controls["sentence"].value = "i lost ."
+    assert "wrong: the reference is <i>&lt;b&gt;</i>" in explorer.readout.value
+    explorer.controls["sentence"].value = "go ."                       # no reference known
+    assert "reference" not in explorer.readout.value
+    default = TransformerAttentionExplorer(model, src, tgt, num_steps=8, sentences=SENTENCES)
+    assert default.references["he's calm ."] == "il est calme ."      # the four test pairs
 
 
 def test_sentence_box_retranslates_and_reports_bad_input(explorer):
@@ -129,5 +156,17 @@ def test_causal_checkbox_switches_runs_in_place(demo_runs):
     assert explorer.image is image and explorer.view.value != png
     np.testing.assert_allclose(image.get_array(), demo_runs[False]["attention"])
     assert explorer.curves[False].get_linewidth() > explorer.curves[True].get_linewidth()
+    english, french = demo_runs[False]["pairs"][0]
+    text = demo_runs[False]["translations"][0]
+    shown = html.escape(text) if text else "(nothing: &lt;eos&gt; first)"
+    assert f"{html.escape(english)} → {shown}{reference_note(text, french)}" in \
+        explorer.readout.value
+    # The saved notebook's text describes both runs, the one shown first.
+    snapshot = explorer.snapshot_text()
+    assert snapshot.index("causal mask OFF") < snapshot.index("the other run: causal mask ON")
+    explorer.controls["causal"].value = True
+    snapshot = explorer.snapshot_text()
+    assert snapshot.index("causal mask ON") < snapshot.index("the other run: causal mask OFF")
+    assert f"final training loss {demo_runs[False]['final_loss']:.3f}" in snapshot
     with pytest.raises(ValueError, match="runs must map True"):
         CausalMaskExplorer({True: demo_runs[True]})

@@ -20,6 +20,12 @@ the argmax over every column, punctuation and ``<eos>`` included, as a heat map 
 link to those is never gold. A map may also have one column per English token and none for
 ``<eos>`` (e.g. a statistical aligner's p(f|e) without a NULL word).
 
+**Where the errors go.** ``score_by_tag`` scores each tag's pairs apart; ``link_offsets``
+counts how far (in English words, + to the right) each wrong argmax lands from the nearest gold
+link, e.g. a map that looks one word ahead piles up at +1; ``argmax_targets`` counts where the
+largest weight of all columns falls (a gold link, another word, punctuation, ``<eos>``), for
+every scored word or only the last one of each sentence.
+
 **Older statistics (kept for now).** For greedy translations (``utils.training.Translation``):
 the mean weight on the source ``<eos>``, and monotonicity, Spearman's rank correlation between
 an output word's position and the position of the source token it attends to most. Neither can
@@ -225,6 +231,91 @@ def train_model1_on(config, path=None, iterations: int = 10):
     pairs = [(tokenize(english), tokenize(french))
              for english, french in training_pairs(config, path)]
     return train_model1(pairs, iterations=iterations)
+
+
+def score_by_tag(maps, gold_pairs, as_drawn: bool = False) -> dict:
+    """``score_maps`` of each tag's pairs: {tag: AlignmentScore}, tags in alphabetical order.
+
+    A pair with several tags counts under each of them (``utils.gold_alignment.TAGS``); a tag
+    whose pairs have no scored French word is left out.
+    """
+    maps, gold_pairs = list(maps), list(gold_pairs)
+    if len(maps) != len(gold_pairs):
+        raise ValueError(f"got {len(maps)} maps for {len(gold_pairs)} gold pairs; pass one map "
+                         f"per pair, in the same order")
+    groups: dict = {}
+    for weights, pair in zip(maps, gold_pairs):
+        for tag in pair.tags:
+            groups.setdefault(tag, ([], []))
+            groups[tag][0].append(weights)
+            groups[tag][1].append(pair)
+    scores = {}
+    for tag in sorted(groups):
+        tag_maps, tag_pairs = groups[tag]
+        if any(is_word(pair.french[f]) for pair in tag_pairs for f in pair.linked_french):
+            scores[tag] = score_maps(tag_maps, tag_pairs, as_drawn)
+    return scores
+
+
+def link_offsets(maps, gold_pairs) -> dict:
+    """Where the argmax over English words lands, relative to the gold links.
+
+    For every scored French word (a word with a gold link, as in ``score_maps``): 0 when its
+    predicted English word is a gold (possible) link, else the signed distance in English
+    positions from the nearest gold link (+1: one word to the right, "looking ahead"; ties
+    between a left and a right neighbour go to the right). Returns {offset: count}, sorted.
+    """
+    maps, gold_pairs = list(maps), list(gold_pairs)
+    if len(maps) != len(gold_pairs):
+        raise ValueError(f"got {len(maps)} maps for {len(gold_pairs)} gold pairs; pass one map "
+                         f"per pair, in the same order")
+    counts: dict = {}
+    for weights, pair in zip(maps, gold_pairs):
+        rows = _as_map(weights, len(pair.english), len(pair.french), pair.id)
+        for e, f in predicted_links(rows, pair.english, pair.french):
+            gold = [g for g, gf in pair.possible if gf == f]
+            if not gold or not is_word(pair.french[f]):
+                continue
+            offset = min((e - g for g in gold), key=lambda d: (abs(d), -d))
+            counts[offset] = counts.get(offset, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+ARGMAX_TARGETS = ("gold link", "other English word", "punctuation", "<eos>")
+
+
+def argmax_targets(maps, gold_pairs, words: str = "all") -> dict:
+    """Where the largest weight of each scored French word falls, over every column (as a
+    heat map draws it): {"gold link", "other English word", "punctuation", "<eos>": count}.
+
+    Scored words as in ``score_maps``; ``words``: "all" of them, only the "last" scored word of
+    each pair (the French word written just before the final punctuation, usually), or the
+    "others". A map without an ``<eos>`` column never counts "<eos>".
+    """
+    if words not in ("all", "last", "others"):
+        raise ValueError(f"words must be 'all', 'last' or 'others', got {words!r}")
+    maps, gold_pairs = list(maps), list(gold_pairs)
+    if len(maps) != len(gold_pairs):
+        raise ValueError(f"got {len(maps)} maps for {len(gold_pairs)} gold pairs; pass one map "
+                         f"per pair, in the same order")
+    counts = dict.fromkeys(ARGMAX_TARGETS, 0)
+    for weights, pair in zip(maps, gold_pairs):
+        rows = _as_map(weights, len(pair.english), len(pair.french), pair.id)
+        scored = [f for f in sorted(pair.linked_french) if is_word(pair.french[f])]
+        for e, f in predicted_links(rows, pair.english, pair.french, as_drawn=True):
+            if f not in scored:
+                continue
+            if words != "all" and (f == scored[-1]) != (words == "last"):
+                continue
+            if e == len(pair.english):
+                counts["<eos>"] += 1
+            elif not is_word(pair.english[e]):
+                counts["punctuation"] += 1
+            elif (e, f) in pair.possible:
+                counts["gold link"] += 1
+            else:
+                counts["other English word"] += 1
+    return counts
 
 
 # ============================================================================ older statistics

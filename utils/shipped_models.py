@@ -1,13 +1,14 @@
 """The trained models that ship under ``assets/models/``, and how to make them again.
 
-    python -m utils.shipped_models all            # retrain all eight (about 20 minutes)
+    python -m utils.shipped_models all            # retrain all ten (about 35 minutes)
     python -m utils.shipped_models transformer    # or one of them (see ``presets()``)
 
 Each model is trained on one CPU thread from its preset (``LESSON_BAHDANAU``,
-``LESSON_NO_ATTENTION``, ``LESSON_TRANSFORMER``, about 5 minutes each; the book's settings
+``LESSON_NO_ATTENTION``, lesson 4's two comparison models ``LESSON_BOOK_DECODER`` and
+``LESSON_PAPER_ENCODER``, ``LESSON_TRANSFORMER``, about 5 minutes each; the book's settings
 ``BahdanauConfig()`` and ``TransformerConfig()``, about 2 minutes each; lesson 7's two
 causal-mask demo runs, seconds; lesson 8's language model, about a minute) and the data file
-``utils.data`` finds (the course's shared file in tests and CI), then written as
+``utils.data`` finds (the course's own assets/data/fra-eng.txt by default), then written as
 ``<kind>-<key>.pt``: ``key`` hashes the settings, the data, the code that trains the model
 (``utils.code_fingerprint``) and torch's version, so a lesson loads a shipped model only when
 all of them match, and trains its own otherwise: after any change to the model, training or data
@@ -31,7 +32,8 @@ CHECKSUMS = "SHA256SUMS"
 def presets() -> dict:
     """name -> (cache kind, config, train function, versions).
 
-    The lessons' main models, and the book-sized ones (600 pairs) that lessons 4 and 7 show
+    The lessons' main models (with lesson 4's two comparison models: the book's decoder, the
+    paper's encoder with the book's decoder), and the book-sized ones (600 pairs) that lessons 4 and 7 show
     first, with the two 30-epoch runs of lesson 7's causal-mask demo: shipped too, so that every
     machine shows the same translations (a model trained elsewhere differs by round-off); and
     lesson 8's English language model. (Lesson 8's induction run, which reads no data, ships
@@ -44,6 +46,8 @@ def presets() -> dict:
     table = {
         "bahdanau": (bahdanau, seq2seq.LESSON_BAHDANAU),
         "no_attention": (bahdanau, seq2seq.LESSON_NO_ATTENTION),
+        "book_decoder": (bahdanau, seq2seq.LESSON_BOOK_DECODER),
+        "paper_encoder": (bahdanau, seq2seq.LESSON_PAPER_ENCODER),
         "transformer": (tf, transformer.LESSON_TRANSFORMER),
         "book_bahdanau": (bahdanau, seq2seq.BahdanauConfig()),
         "book_transformer": (tf, transformer.TransformerConfig()),

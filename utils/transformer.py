@@ -117,6 +117,18 @@ class TransformerEncoderBlock(nn.Module):
         return self.addnorm2(Y, self.ffn(Y))                                   # (b, n, d)
 
 
+def scaled_embedding(vocab_size: int, num_hiddens: int) -> nn.Embedding:
+    """An embedding whose entries start ~N(0, 1/d), so that embedding × √d has unit scale.
+
+    PyTorch's default start is N(0, 1): × √d would then give entries of size √d, attention
+    scores q·k/√d of size about d at the first layer, and one-hot (saturated) maps by
+    construction, whatever the data say.
+    """
+    embedding = nn.Embedding(vocab_size, num_hiddens)
+    nn.init.normal_(embedding.weight, std=num_hiddens ** -0.5)
+    return embedding
+
+
 class TransformerEncoder(nn.Module):
     """Embedding × √d + positional encoding, then ``num_blks`` encoder blocks."""
 
@@ -128,7 +140,7 @@ class TransformerEncoder(nn.Module):
         check_positive_int("num_blks", num_blks)
         check_num_heads(num_hiddens, num_heads)
         self.num_hiddens = num_hiddens
-        self.embedding = nn.Embedding(vocab_size, num_hiddens)
+        self.embedding = scaled_embedding(vocab_size, num_hiddens)
         self.pos_encoding = PositionalEncoding(num_hiddens, check_dropout(dropout), max_len)
         self.blks = nn.Sequential(*(TransformerEncoderBlock(num_hiddens, ffn_num_hiddens,
                                                             num_heads, dropout, use_bias)
@@ -138,8 +150,8 @@ class TransformerEncoder(nn.Module):
     def forward(self, X, valid_lens=None, *args):
         """X: token indices (b, n), valid_lens None or (b,) -> (b, n, d)."""
         check_token_batch(X, self.embedding.num_embeddings, "source")
-        # The embedding entries are ~N(0, 1/d) after Xavier init, the positional encoding lies in
-        # [-1, 1]: scaling by √d brings the embedding to the same size before adding the two.
+        # The embedding entries start ~N(0, 1/d) (scaled_embedding), the positional encoding lies
+        # in [-1, 1]: scaling by √d brings the embedding to the same size before adding the two.
         X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens))   # (b, n, d)
         for i, blk in enumerate(self.blks):
             X = blk(X, valid_lens)                                               # (b, n, d)
@@ -197,7 +209,7 @@ class TransformerDecoder(nn.Module):
         check_positive_int("num_blks", num_blks)
         check_num_heads(num_hiddens, num_heads)
         self.num_hiddens, self.num_blks = num_hiddens, num_blks
-        self.embedding = nn.Embedding(vocab_size, num_hiddens)
+        self.embedding = scaled_embedding(vocab_size, num_hiddens)
         self.pos_encoding = PositionalEncoding(num_hiddens, check_dropout(dropout), max_len)
         self.blks = nn.Sequential(*(TransformerDecoderBlock(num_hiddens, ffn_num_hiddens,
                                                             num_heads, dropout, i, use_bias,

@@ -8,7 +8,7 @@ import sys
 
 BENCHMARKS = ["bench_course", "bench_widgets", "bench_browser", "bench_training", "bench_heldout",
               "bench_attention", "bench_grading", "bench_language_model",
-              "bench_induction"]
+              "bench_induction", "bench_alignment", "bench_kv_cache"]
 
 
 def main() -> int:

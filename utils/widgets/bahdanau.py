@@ -2,7 +2,15 @@
 
 Pure parts (tested directly): ``alignment_view`` translates a sentence into everything the
 explorer shows, or a one-line note instead of a traceback; ``strongest_alignment`` pairs each
-output word with the source word it attends to most.
+output word with the source word it attends to most; ``reference_view`` finds the sentence's
+references (the course's hand-aligned gold set first, then the data file) and says whether the
+translation matches one of them.
+
+When the typed sentence has a reference, the ``map of`` buttons switch between the map of the
+model's own translation and the map the model makes while reading the reference (teacher
+forcing, ``utils.alignment.teacher_forced_attention``). When the sentence is in the gold set,
+its gold links are drawn over the map of the reference (and over the map of the translation
+when the translation is the reference): solid squares for sure links, dashed for possible ones.
 """
 
 from __future__ import annotations
@@ -14,9 +22,15 @@ import numpy as np
 import torch
 from matplotlib import patches, transforms
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PatchCollection
 
+from utils.alignment import teacher_forced_attention
+from utils.alignment_plots import link_squares
+from utils.data import EOS, preprocess, tokenize
 from utils.training import Translation, greedy_translate
 from utils.widgets.base import BlittedExplorer
+
+MAP_OPTIONS = (("its translation", "translation"), ("the reference", "reference"))
 
 
 def strongest_alignment(attention: torch.Tensor, source_tokens: list,
@@ -65,46 +79,130 @@ def alignment_view(model, sentence: str, src_vocab, tgt_vocab, num_steps: int) -
     return view
 
 
+def reference_view(sentence: str, translation: Translation | None, references: dict,
+                   gold_by_english: dict, trained_on: set | None, num_steps: int) -> dict:
+    """What the explorer knows about ``sentence`` besides the model's translation.
+
+    ``references``: {English sentence: [French, ...]} (e.g. the data file's pairs);
+    ``gold_by_english``: {English sentence: ``GoldPair``}; ``trained_on``: the English sentences
+    the model was trained on, or None if unknown. Sentences are compared after
+    ``utils.data.preprocess``. Returns {"key" (the preprocessed sentence), "gold" (the GoldPair
+    or None), "references" (gold French first, then the data file's, without repeats),
+    "seen" (True / False / None: unknown), "matches" (None without a reference or a
+    translation, else whether the translation is one of the references), "teacher"
+    (the first reference short enough to read in ``num_steps`` steps with <eos>, or None)}.
+    """
+    key = " ".join(tokenize(preprocess(sentence))) if isinstance(sentence, str) else ""
+    gold = gold_by_english.get(key)
+    found = ([" ".join(gold.french)] if gold is not None else []) + list(references.get(key, []))
+    found = list(dict.fromkeys(found))
+    matches = None if not found or translation is None else translation.text in found
+    teacher = next((r for r in found if len(tokenize(r)) + 1 <= num_steps), None)
+    seen = None if trained_on is None else key in trained_on
+    return {"key": key, "gold": gold, "references": found, "seen": seen, "matches": matches,
+            "teacher": teacher}
+
+
+def _english_set(pairs_or_sentences) -> set:
+    return {item[0] if isinstance(item, (tuple, list)) else item for item in pairs_or_sentences}
+
+
 class AlignmentExplorer(BlittedExplorer):
     """Text box -> greedy translation and its attention heatmap; a slider picks an output word.
 
     The highlighted row of the heatmap and the bar chart show which source words the chosen
-    output word attended to.
+    output word attended to. ``references``: (English, French) pairs whose French is shown beside
+    the translation of their English (e.g. ``utils.data.read_pairs()``); ``trained_on``: the
+    pairs (or English sentences) the model trained on, to say whether a sentence was seen;
+    ``gold``: hand-aligned ``GoldPair``s (default: the course's gold set; ``()`` for none).
+    The ``map of`` buttons show the map of the model's translation or, for a sentence with a
+    reference, of the reference read with teacher forcing, gold links marked.
     """
 
     def __init__(self, model, src_vocab, tgt_vocab, num_steps: int,
-                 sentence: str = "i'm home ."):
+                 sentence: str = "i'm home .", *, references=(), trained_on=None, gold=None):
         self.model, self.src_vocab, self.tgt_vocab = model, src_vocab, tgt_vocab
         self.num_steps = num_steps
+        if gold is None:
+            from utils.gold_alignment import load_gold
+            gold = load_gold()
+        self.gold_by_english = {" ".join(pair.english): pair for pair in gold}
+        self.references: dict[str, list] = {}
+        for english, french in references:
+            self.references.setdefault(english, []).append(french)
+        self.trained_on = None if trained_on is None else _english_set(trained_on)
         self._views: dict[str, dict] = {}
+        self._maps: dict[tuple, dict] = {}
         self._syncing = False
-        rows = self._rows(self.view_of(sentence))
+        rows = self._rows(self.compute(sentence, 0, "translation"))
+        has_reference = self._has_reference(sentence)
         controls = {
             "sentence": widgets.Text(value=sentence, description="English",
                                      placeholder="type a sentence, press Enter",
                                      continuous_update=False),
+            "map_of": widgets.ToggleButtons(options=MAP_OPTIONS, value="translation",
+                                            description="map of", disabled=not has_reference,
+                                            style={"button_width": "110px"}),
             "step": widgets.IntSlider(value=max(rows - 1, 0), min=0, max=max(rows - 1, 0),
                                       description="output word", continuous_update=True),
         }
         super().__init__(controls, figsize=(8, 3.4))
 
     # -- pure -------------------------------------------------------------------------------
+    def _has_reference(self, sentence: str) -> bool:
+        view = self.view_of(sentence)
+        return view["translation"] is not None and view["reference"]["teacher"] is not None
+
     def view_of(self, sentence: str) -> dict:
-        """``alignment_view`` of a sentence, remembered (the model does not change)."""
+        """``alignment_view`` of a sentence with its ``reference_view``, remembered (the model
+        does not change)."""
         if sentence not in self._views:
-            self._views[sentence] = alignment_view(self.model, sentence, self.src_vocab,
-                                                   self.tgt_vocab, self.num_steps)
+            view = alignment_view(self.model, sentence, self.src_vocab, self.tgt_vocab,
+                                  self.num_steps)
+            view["reference"] = reference_view(sentence, view["translation"], self.references,
+                                               self.gold_by_english, self.trained_on,
+                                               self.num_steps)
+            self._views[sentence] = view
         return self._views[sentence]
 
-    @staticmethod
-    def _rows(view: dict) -> int:
-        translation = view["translation"]
-        return 0 if translation is None else len(translation.output_tokens)
-
-    def compute(self, sentence: str, step: int) -> dict:
+    def map_of(self, sentence: str, which: str) -> dict | None:
+        """The map to draw: {"kind" ("translation" | "reference"), "weights" (rows, cols),
+        "rows" (French tokens + <eos>), "cols" (source tokens + <eos>), "gold" (the GoldPair whose
+        links apply to these rows, or None)}; None when there is nothing to draw."""
         view = self.view_of(sentence)
-        rows = self._rows(view)
-        return {**view, "step": min(step, rows - 1) if rows else None}
+        translation, reference = view["translation"], view["reference"]
+        if translation is None or translation.attention is None:
+            return None
+        if which == "reference" and reference["teacher"] is not None:
+            cache_key = (sentence, reference["teacher"])
+            if cache_key not in self._maps:
+                french = tokenize(reference["teacher"])
+                weights = teacher_forced_attention(self.model, self.src_vocab, self.tgt_vocab,
+                                                   translation.source_tokens[:-1], french)
+                gold = reference["gold"]
+                self._maps[cache_key] = {
+                    "kind": "reference", "weights": weights, "rows": french + [EOS],
+                    "cols": list(translation.source_tokens),
+                    "gold": gold if gold is not None and list(gold.french) == french else None}
+            return self._maps[cache_key]
+        gold = reference["gold"]
+        applies = gold is not None and list(gold.french) == translation.tokens
+        return {"kind": "translation", "weights": translation.attention,
+                "rows": list(translation.output_tokens), "cols": list(translation.source_tokens),
+                "gold": gold if applies else None}
+
+    @staticmethod
+    def _rows(state: dict) -> int:
+        shown = state.get("map")
+        return 0 if shown is None else len(shown["rows"])
+
+    def compute(self, sentence: str, step: int, map_of: str = "translation") -> dict:
+        view = self.view_of(sentence)
+        which = map_of if map_of == "reference" and view["reference"]["teacher"] else "translation"
+        shown = self.map_of(sentence, which)
+        rows = 0 if shown is None else len(shown["rows"])
+        return {**view, "map_of": which, "map": shown,
+                "step": min(step, rows - 1) if rows else None}
 
     # -- figure -----------------------------------------------------------------------------
     def build_figure(self, fig):
@@ -131,6 +229,13 @@ class AlignmentExplorer(BlittedExplorer):
         self.row_box = patches.Rectangle((-0.5, -0.5), 1, 1, fill=False, lw=2.5,
                                          edgecolor="tab:blue")
         self.ax_map.add_patch(self.row_box)
+        # gold links (the gold set's sentences): solid squares sure, dashed possible
+        self.sure_marks = PatchCollection([], facecolor="none", edgecolor="black", linewidth=1.6,
+                                          zorder=3)
+        self.possible_marks = PatchCollection([], facecolor="none", edgecolor="black",
+                                              linewidth=1.6, linestyle="--", zorder=3)
+        for marks in (self.sure_marks, self.possible_marks):
+            self.ax_map.add_collection(marks, autolim=False)
 
         self.bars = self.ax_bar.barh(range(n), np.zeros(n), color="tab:blue")
         self.ax_bar.set(xlim=(0, 1), yticks=[], xlabel="attention weight")
@@ -151,7 +256,8 @@ class AlignmentExplorer(BlittedExplorer):
 
     def sentence_artists(self) -> list:
         """Artists that change only with the sentence (drawn once per sentence, then cached)."""
-        return [self.image, *self.src_labels, *self.out_labels, self.message]
+        return [self.image, self.sure_marks, self.possible_marks, *self.src_labels,
+                *self.out_labels, self.message]
 
     def animated_artists(self) -> list:
         """Artists that change with the step slider (drawn on every update)."""
@@ -165,7 +271,7 @@ class AlignmentExplorer(BlittedExplorer):
         if not isinstance(self.fig.canvas, FigureCanvasAgg):
             FigureCanvasAgg(self.fig)
         canvas = self.fig.canvas
-        key = self.state.get("sentence")
+        key = (self.state.get("sentence"), self.state.get("map_of"))
         if getattr(self, "_static", None) is None:
             every = self.sentence_artists() + self.animated_artists()
             shown = [artist.get_visible() for artist in every]
@@ -186,7 +292,7 @@ class AlignmentExplorer(BlittedExplorer):
 
     def draw(self, state: dict) -> None:
         n = self.num_steps
-        translation: Translation | None = state["translation"]
+        shown = state["map"]
         for label in (*self.src_labels, *self.out_labels, *self.bar_labels):
             label.set_text("")
         for label in self.bar_labels:
@@ -194,14 +300,16 @@ class AlignmentExplorer(BlittedExplorer):
         for bar in self.bars:
             bar.set_width(0)
             bar.set_visible(False)
-        if translation is None or translation.attention is None:
+        self.sure_marks.set_paths([])
+        self.possible_marks.set_paths([])
+        if shown is None:
             self.image.set_array(np.full((n, n), np.nan))
             self.row_box.set_visible(False)
             self.bar_title.set_text("")
             self.message.set_text("nothing to show:\nsee the note above")
             return
         self.message.set_text("")
-        weights = translation.attention.numpy()                       # (rows, cols)
+        weights = shown["weights"].numpy()                            # (rows, cols)
         rows, cols = weights.shape
         grid = np.full((n, n), np.nan)
         grid[:rows, :cols] = weights
@@ -212,42 +320,94 @@ class AlignmentExplorer(BlittedExplorer):
         step = state["step"]
         row = weights[step]
         best = int(row.argmax())
-        for j, token in enumerate(translation.source_tokens):
+        for j, token in enumerate(shown["cols"]):
             self.src_labels[j].set_text(token)
             self.bar_labels[j].set_text(token)
             self.bars[j].set_width(float(row[j]))
             self.bars[j].set_visible(True)
             self.bars[j].set_color("tab:red" if j == best else "tab:blue")
         self.bar_labels[best].set_fontweight("bold")
-        for i, token in enumerate(translation.output_tokens):
+        for i, token in enumerate(shown["rows"]):
             self.out_labels[i].set_text(token)
+        gold = shown["gold"]
+        if gold is not None:
+            self.sure_marks.set_paths(link_squares(gold.sure, gold.sure))
+            self.possible_marks.set_paths(link_squares((), gold.possible - gold.sure))
         self.row_box.set_visible(True)
         self.row_box.set_bounds(-0.5, step - 0.5, cols, 1)
-        self.bar_title.set_text(f"step {step}: '{translation.output_tokens[step]}' attends to")
+        self.bar_title.set_text(f"step {step}: '{shown['rows'][step]}' attends to")
+
+    @staticmethod
+    def gold_check(state: dict) -> str:
+        """For a map with gold links: is the chosen step's strongest English word a gold link?"""
+        shown, step = state["map"], state["step"]
+        gold = None if shown is None else shown["gold"]
+        if gold is None or step is None or step >= len(gold.french):
+            return ""
+        linked = sorted(e for e, f in gold.possible if f == step)
+        if not linked:
+            return "no gold link (a word with no English counterpart)"
+        words = [j for j, token in enumerate(shown["cols"][:-1]) if token not in ".?!,"]
+        best = max(words, key=lambda j: shown["weights"][step, j].item())
+        names = ", ".join(f"'{gold.english[e]}'" for e in linked)
+        verdict = "✓ a gold link" if (best, step) in gold.possible else "✗ not a gold link"
+        return (f"strongest English word '{shown['cols'][best]}': {verdict} (gold: {names})")
 
     def describe(self, state: dict) -> str:
         translation = state["translation"]
         if translation is None:
             return f"<b>note:</b> {html.escape(state['error'])}"
-        step = state["step"]
-        out, src, weight = state["alignment"][step]
-        text = (f"{html.escape(' '.join(translation.source_tokens[:-1]))} → "
-                f"<b>{html.escape(translation.text) or '(empty)'}</b> &nbsp;·&nbsp; "
-                f"step {step}: '{html.escape(out)}' attends most to '{html.escape(src)}' "
-                f"({weight:.2f})")
+        shown, step, reference = state["map"], state["step"], state["reference"]
+        english = " ".join(translation.source_tokens[:-1])
+        text = f"{html.escape(english)} → <b>{html.escape(translation.text) or '(empty)'}</b>"
+        if reference["matches"] is True:
+            text += " ✓ matches a reference"
+        elif reference["matches"] is False:
+            text += " ✗ differs from every reference"
+        if shown is not None:
+            out, weights = shown["rows"][step], shown["weights"][step]
+            best = int(weights.argmax())
+            where = "" if shown["kind"] == "translation" else "reading the reference, "
+            text += (f" &nbsp;·&nbsp; {where}step {step}: '{html.escape(out)}' attends most to "
+                     f"'{html.escape(shown['cols'][best])}' ({float(weights[best]):.2f})")
+        text += "<br>" + self._reference_line(reference)
+        if shown is not None and shown["gold"] is not None:
+            check = self.gold_check(state)
+            text += ("<br>gold links drawn (solid: sure, dashed: possible)"
+                     + (f"; step {step}: {html.escape(check)}" if check else ""))
         for note in state["notes"]:
             text += f"<br><b>note:</b> {html.escape(note)}"
         return text
 
-    # -- keeping the slider's range in step with the translation ------------------------------
+    @staticmethod
+    def _reference_line(reference: dict) -> str:
+        seen = {True: "a training sentence", False: "never seen in training",
+                None: ""}[reference["seen"]]
+        if not reference["references"]:
+            return ("no reference: the sentence is neither in the data file nor in the gold set"
+                    + (f" ({seen})" if seen else ""))
+        where = (f"gold pair {reference['gold'].id}, hand-aligned" if reference["gold"]
+                 else "data file")
+        listed = " | ".join(html.escape(r) for r in reference["references"][:3])
+        more = len(reference["references"]) - 3
+        return (f"reference ({where}{'; ' + seen if seen else ''}): {listed}"
+                + (f" (+{more} more)" if more > 0 else ""))
+
+    # -- keeping the slider's range in step with the map --------------------------------------
     def _on_change(self, change) -> None:
         if self._syncing:
             return
-        if change["owner"] is self.controls["sentence"]:
-            rows = self._rows(self.view_of(change["new"]))
+        if change["owner"] is not self.controls["step"]:
+            sentence = self.controls["sentence"].value
+            map_of = self.controls["map_of"]
             step = self.controls["step"]
             self._syncing = True
-            try:                                  # clamping the value must not redraw twice
+            try:                                  # clamping the values must not redraw twice
+                has_reference = self._has_reference(sentence)
+                if not has_reference:
+                    map_of.value = "translation"
+                map_of.disabled = not has_reference
+                rows = self._rows(self.compute(sentence, 0, map_of.value))
                 step.max = max(rows - 1, 0)
                 step.disabled = rows == 0
             finally:

@@ -3,15 +3,19 @@
 - ``TransformerAttentionExplorer``: a sentence box, an attention-kind menu and layer / head
   sliders; one heatmap of the chosen (kind, layer, head) weights updates in place. Translations
   are computed once per sentence; moving a slider is a look-up and a blit.
+  For a sentence with a known reference (the four test sentences), the readout shows it beside
+  the translation and says whether the two differ.
 - ``CausalMaskExplorer``: a "causal mask" checkbox switching between two short training runs,
   precomputed (and cached on disk) with and without the mask: loss curves, the decoder's
-  self-attention on a reference translation, and the greedy translations with their BLEU.
+  self-attention on a reference translation, and the greedy translations beside their references
+  with their BLEU. The static text a saved notebook keeps describes both runs, the one shown first.
 
 The numbers come from pure functions in ``utils.transformer`` (``attention_maps``,
 ``teacher_forced_attention``, ``future_attention_share``, ``causal_demo_summary``).
 """
 
 import html
+import re
 
 import ipywidgets as widgets
 import matplotlib
@@ -49,15 +53,26 @@ def pick_heatmap(maps, kind: str, layer: int, head: int, size: int) -> dict:
     return {"matrix": matrix, "picture": picture, "rows": list(rows), "cols": list(cols)}
 
 
+def reference_note(text: str, reference: str | None) -> str:
+    """HTML after a translation: nothing without a reference, else whether the two agree."""
+    if reference is None:
+        return ""
+    verdict = "the reference" if text == reference else "wrong: the reference is"
+    return f" ({verdict} <i>{html.escape(reference)}</i>)"
+
+
 # ----------------------------------------------------------------------------- explorers
 
 class TransformerAttentionExplorer(BlittedExplorer):
     """Type a sentence, pick encoder / decoder / encoder–decoder attention, a layer and a head."""
 
     def __init__(self, model, src_vocab, tgt_vocab, num_steps: int, sentence: str = "he's calm .",
-                 sentences=tuple(english for english, _ in TEST_PAIRS)):
+                 sentences=tuple(english for english, _ in TEST_PAIRS),
+                 references=None):
         self.model, self.src_vocab, self.tgt_vocab = model, src_vocab, tgt_vocab
         self.num_steps = num_steps
+        # English sentence -> reference French, shown beside the model's translation.
+        self.references = dict(TEST_PAIRS) if references is None else dict(references)
         self.layers = len(model.encoder.blks)
         self.heads = model.encoder.blks[0].attention.num_heads
         self._maps = {}                                   # sentence -> AttentionMaps (or error)
@@ -149,7 +164,8 @@ class TransformerAttentionExplorer(BlittedExplorer):
                           for i, j in enumerate(top))
         extra = "".join(f"<br>{html.escape(note).replace('&amp;', '&')}" for note in notes)
         name = next(k for k, v in ATTENTION_KINDS.items() if v == state["kind"])
-        return (f"{html.escape(source)} → <b>{html.escape(translation.text)}</b> "
+        return (f"{html.escape(source)} → <b>{html.escape(translation.text)}</b>"
+                f"{reference_note(translation.text, self.references.get(state['sentence']))} "
                 f"&nbsp;·&nbsp; {name}, layer {state['layer']}, head {state['head']}: strongest "
                 f"key per query: {focus}{extra}")
 
@@ -203,12 +219,21 @@ class CausalMaskExplorer(BlittedExplorer):
                                 f"mask\n(mean of layers and heads)")
 
     def describe(self, state) -> str:
-        lines = "; ".join(f"{html.escape(english)} → {html.escape(text or '∅')} "
-                          f"(BLEU {score:.2f})"
-                          for (english, _), text, score in zip(state["pairs"],
-                                                               state["translations"],
-                                                               state["bleu"]))
+        lines = "; ".join(f"{html.escape(english)} → "
+                          f"{html.escape(text) if text else '(nothing: &lt;eos&gt; first)'}"
+                          f"{reference_note(text, french)} (BLEU {score:.2f})"
+                          for (english, french), text, score in zip(state["pairs"],
+                                                                    state["translations"],
+                                                                    state["bleu"]))
         return (f"causal mask {'ON' if state['causal'] else 'OFF'} &nbsp;·&nbsp; final training "
                 f"loss {state['final_loss']:.3f} per token &nbsp;·&nbsp; weight on future "
                 f"positions {100 * state['future_share']:.0f}% &nbsp;·&nbsp; mean BLEU "
                 f"{state['mean_bleu']:.2f}<br>{lines}")
+
+    def snapshot_text(self) -> str:
+        """Both runs as plain text, the one shown first: a saved notebook keeps only one picture,
+        but every claim about either run can be checked against this text."""
+        shown = super().snapshot_text()
+        other = self.describe(self.compute(not self.state["causal"]))
+        other = html.unescape(re.sub(r"<[^>]+>", " ", other))
+        return f"{shown} || the other run: {' '.join(other.split())}"

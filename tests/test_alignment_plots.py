@@ -1,0 +1,87 @@
+"""Maps with gold links on top (utils.alignment_plots): the marks are where the links are."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from matplotlib import patches  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from utils.alignment_plots import compare_maps, draw_alignment, link_squares  # noqa: E402
+from utils.gold_alignment import parse_gold  # noqa: E402
+
+# j'ai: sure with "i", possible with "read"; "un" sure with "an"
+(READ,) = parse_gold("""
+id: 2
+tags: adjective-after-noun elision
+en: i read an interesting book .
+fr: j'ai lu un livre intéressant .
+sure: 1-1 2-2 3-3 4-5 5-4 6-6
+possible: 2-1
+""")
+
+
+def squares_on(ax):
+    """{(english, french): linestyle} of the link squares drawn on ``ax``."""
+    return {(round(p.get_x() + 0.5), round(p.get_y() + 0.5)): p.get_linestyle()
+            for p in ax.patches if isinstance(p, patches.Rectangle)}
+
+
+def marks_on(ax):
+    """{marker kind: set of (english, french)} of the argmax marks drawn on ``ax``."""
+    found = {}
+    for collection in ax.collections:
+        cells = {(round(x), round(y)) for x, y in collection.get_offsets()}
+        kind = "hit" if np.allclose(collection.get_facecolors()[0][:3], 1) else "miss"
+        found[kind] = cells
+    return found
+
+
+def test_link_squares_solid_for_sure_dashed_for_possible():
+    squares = link_squares({(0, 0)}, {(0, 0), (1, 0)})
+    assert [(s.get_x(), s.get_y(), s.get_linestyle()) for s in squares] == [
+        (-0.5, -0.5, "-"), (0.5, -0.5, "--")]
+
+
+def test_draw_alignment_marks_gold_links_hits_and_misses():
+    # every French word on its gold word, except "intéressant" (4) on "book" (4): a miss
+    weights = torch.zeros(7, 7)
+    for e, f in [(0, 0), (1, 1), (2, 2), (4, 3), (4, 4), (5, 5), (6, 6)]:
+        weights[f, e] = 1.0
+    ax = Figure().subplots()
+    draw_alignment(ax, weights, READ.english, READ.french, READ)
+    squares = squares_on(ax)
+    assert {cell for cell, style in squares.items() if style == "-"} == set(READ.sure)
+    assert {cell for cell, style in squares.items() if style == "--"} == {(1, 0)}
+    marks = marks_on(ax)
+    assert marks["hit"] == {(0, 0), (1, 1), (2, 2), (4, 3)}
+    assert marks["miss"] == {(4, 4)}
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(READ.english) + ["<eos>"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(READ.french) + ["<eos>"]
+
+
+def test_draw_alignment_without_a_pair_or_eos_and_bad_input():
+    ax = Figure().subplots()
+    draw_alignment(ax, np.eye(6), READ.english, READ.french)       # no <eos> row or column
+    assert squares_on(ax) == {} and len(ax.collections) == 0
+    with pytest.raises(ValueError, match=r"weights have shape \(3, 3\)"):
+        draw_alignment(Figure().subplots(), np.eye(3), READ.english, READ.french)
+    with pytest.raises(ValueError, match="not the sentences given"):
+        draw_alignment(Figure().subplots(), np.eye(3), ["a", "b"], ["x", "y"], READ)
+
+
+def test_compare_maps_draws_one_panel_per_model():
+    fig = compare_maps(READ, {"one": torch.eye(7), "two": torch.full((7, 7), 1 / 7)})
+    try:
+        panels = [ax for ax in fig.axes if ax.get_title()]
+        assert [ax.get_title() for ax in panels] == ["one", "two"]
+        assert all(set(squares_on(ax)) == set(READ.possible) for ax in panels)
+        assert [t.get_text() for t in panels[1].get_yticklabels()] == [""] * 7
+        with pytest.raises(ValueError, match="maps is empty"):
+            compare_maps(READ, {})
+    finally:
+        plt.close(fig)

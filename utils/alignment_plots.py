@@ -1,0 +1,114 @@
+"""Attention maps with a hand-aligned gold set drawn on top (lesson 4).
+
+``draw_alignment(ax, weights, english, french, pair)`` draws one map as a heat map (rows: the
+French tokens, then ``<eos>`` if the map has that row; columns: the English tokens, then
+``<eos>`` if the map has that column) and marks, when a gold pair is given,
+
+- every **sure** link with a solid orange square around its cell, every **possible** (not sure)
+  link with a dashed one (``utils.gold_alignment``, Och & Ney's sure and possible links);
+- for every French word with a gold link, the cell of its argmax over the English words (the
+  link ``utils.alignment.predicted_links`` scores): a white dot inside a gold square, a cross
+  outside one.
+
+``compare_maps(pair, {"name": weights, ...})`` draws several models' maps of one pair side by
+side, one colour scale (0 to 1) for all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from matplotlib import patches
+
+from utils.alignment import is_word, predicted_links
+from utils.data import EOS
+
+HIT_STYLE = {"marker": "o", "s": 22, "color": "white", "edgecolors": "black", "linewidths": 0.8,
+             "zorder": 4}
+MISS_STYLE = {"marker": "x", "s": 34, "color": "tab:red", "linewidths": 1.6, "zorder": 4}
+
+
+def link_squares(sure, possible, **style) -> list:
+    """Square patches (unit cells centred on (english, french)) for the gold links: solid for
+    ``sure`` links, dashed for ``possible`` links that are not sure; ``style`` overrides."""
+    squares = []
+    for links, linestyle in ((sorted(sure), "-"), (sorted(set(possible) - set(sure)), "--")):
+        for e, f in links:
+            options = {"fill": False, "edgecolor": "tab:orange", "linewidth": 2.0,
+                       "linestyle": linestyle, "zorder": 3, **style}
+            squares.append(patches.Rectangle((e - 0.5, f - 0.5), 1, 1, **options))
+    return squares
+
+
+def _labels(tokens, size: int) -> list:
+    return list(tokens) + [EOS] * (size - len(tokens))
+
+
+def draw_alignment(ax, weights, english, french, pair=None, *, title: str | None = None,
+                   cmap: str = "Blues", show_argmax: bool = True, ylabels: bool = True):
+    """Draw ``weights`` (French tokens [+ 1], English tokens [+ 1]) on ``ax``; returns the image.
+
+    ``pair``: a ``GoldPair`` whose links are drawn (its tokens must be ``english`` and
+    ``french``), or None for no marks. ``show_argmax``: mark each linked French word's argmax
+    over the English words (a dot on a gold link, a cross elsewhere).
+    """
+    data = weights.detach().float().cpu().numpy() if isinstance(weights, torch.Tensor) \
+        else np.asarray(weights, dtype=float)
+    english, french = list(english), list(french)
+    if (data.ndim != 2 or data.shape[0] not in (len(french), len(french) + 1)
+            or data.shape[1] not in (len(english), len(english) + 1)):
+        raise ValueError(f"weights have shape {data.shape}, expected ({len(french)} or "
+                         f"{len(french) + 1}, {len(english)} or {len(english) + 1}): one row per "
+                         f"French token (+ <eos>), one column per English token (+ <eos>)")
+    if pair is not None and (tuple(pair.english), tuple(pair.french)) != (tuple(english),
+                                                                           tuple(french)):
+        raise ValueError(f"the gold pair {pair.id} is {' '.join(pair.english)!r} / "
+                         f"{' '.join(pair.french)!r}, not the sentences given")
+    image = ax.imshow(data, cmap=cmap, vmin=0, vmax=1, aspect="equal")
+    ax.set_xticks(range(data.shape[1]), _labels(english, data.shape[1]), rotation=60,
+                  ha="right", rotation_mode="anchor", fontsize=8)
+    ax.set_yticks(range(data.shape[0]), _labels(french, data.shape[0]) if ylabels
+                  else [""] * data.shape[0], fontsize=8)
+    ax.tick_params(length=0)
+    if title is not None:
+        ax.set_title(title, fontsize=9)
+    if pair is None:
+        return image
+    for square in link_squares(pair.sure, pair.possible):
+        ax.add_patch(square)
+    if show_argmax:
+        hits, misses = [], []
+        for e, f in predicted_links(torch.as_tensor(data), english, french):
+            if f in pair.linked_french and is_word(french[f]):
+                (hits if (e, f) in pair.possible else misses).append((e, f))
+        for cells, style in ((hits, HIT_STYLE), (misses, MISS_STYLE)):
+            if cells:
+                xs, ys = zip(*cells)
+                ax.scatter(xs, ys, **style)
+    ax.set_xlim(-0.5, data.shape[1] - 0.5)
+    ax.set_ylim(data.shape[0] - 0.5, -0.5)
+    return image
+
+
+def compare_maps(pair, maps: dict, *, figsize=None, cmap: str = "Blues", colorbar: bool = True):
+    """One figure: the maps of ``pair`` by several models, side by side, gold links marked.
+
+    ``maps``: {title: weights (French tokens [+ 1], English tokens [+ 1])}. Returns the figure
+    (made through pyplot, so a notebook shows it once at the end of the cell).
+    """
+    import matplotlib.pyplot as plt
+
+    if not maps:
+        raise ValueError("maps is empty; pass {title: weights} for at least one model")
+    n = len(maps)
+    width = 1.2 + 0.34 * (len(pair.english) + 1) * n
+    height = 1.3 + 0.3 * (len(pair.french) + 1)
+    fig, axes = plt.subplots(1, n, figsize=figsize or (width, height), squeeze=False,
+                             layout="constrained")
+    image = None
+    for k, (ax, (title, weights)) in enumerate(zip(axes[0], maps.items())):
+        image = draw_alignment(ax, weights, pair.english, pair.french, pair, title=title,
+                               cmap=cmap, ylabels=k == 0)
+    if colorbar:
+        fig.colorbar(image, ax=axes[0].tolist(), shrink=0.7, label="weight")
+    return fig
