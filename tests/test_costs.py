@@ -10,9 +10,11 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from utils.costs import (attention_matrix_bytes, conv1d_flops, gru_flops, machine_line,
-                         max_path_length, median_time, multihead_attention_flops,
+from utils.costs import (attention_matrix_bytes, conv1d_flops, decoder_position_flops,
+                         generation_flops, generation_schedule, gru_flops, machine_line,
+                         max_path_length, median_time, median_times, multihead_attention_flops,
                          self_attention_flops, sequential_steps)
+from utils.language_model import DecoderOnlyConfig, DecoderOnlyLM, generate
 from utils.multihead import MultiHeadAttention, peak_memory_mib
 
 
@@ -118,6 +120,65 @@ def test_growth_with_n():
     assert self_attention_flops(1, 256, 32, 4) > 3 * self_attention_flops(1, 128, 32, 4)
 
 
+def test_generation_counted_by_hand():
+    # A prompt of 2 tokens, 3 new ones. Without the cache the calls read 2, 3, 4 tokens, each
+    # scored against itself; with it the prompt (2 against 2), then one token against 3, then 4.
+    assert generation_schedule(2, 3, use_cache=False) == [(2, 2), (3, 3), (4, 4)]
+    assert generation_schedule(2, 3, use_cache=True) == [(2, 2), (1, 3), (1, 4)]
+    # d = 4, FFN 8, one layer, 5 words: per position W_q, W_k, W_v, W_o 4·16 = 64 multiply-adds,
+    # the FFN 4·8 + 8·4 = 64, the output layer 4·5 = 20: 148 multiply-adds, 296 FLOPs.
+    assert decoder_position_flops(4, 8, 1, 5) == 296
+    assert decoder_position_flops(4, 8, 1, 5, attention_only=True) == 2 * (64 + 20)
+    # Each (query, key) pair: q·k and weight·v, 4 + 4 multiply-adds = 16 FLOPs per layer.
+    uncached = generation_flops(2, 3, 4, 8, 1, 5, use_cache=False)
+    assert uncached == {"positions": 2 + 3 + 4, "pairs": 4 + 9 + 16, "steps": 3,
+                        "outside": 9 * 296, "attention": 29 * 16, "total": 9 * 296 + 29 * 16}
+    cached = generation_flops(2, 3, 4, 8, 1, 5, use_cache=True, batch=3)
+    assert cached == {"positions": 2 + 1 + 1, "pairs": 4 + 3 + 4, "steps": 3,
+                      "outside": 3 * 4 * 296, "attention": 3 * 11 * 16,
+                      "total": 3 * (4 * 296 + 11 * 16)}
+
+
+@pytest.mark.parametrize("n0, m, batch, attention_only", [(1, 6, 1, False), (3, 5, 2, False),
+                                                          (2, 4, 1, True)])
+def test_generation_flops_match_the_counter_on_generate(n0, m, batch, attention_only):
+    torch.manual_seed(0)
+    shape = dict(num_hiddens=16, ffn_num_hiddens=24, num_blks=2, vocab_size=30)
+    model = DecoderOnlyLM(DecoderOnlyConfig(num_heads=4, max_len=16, attention_only=attention_only,
+                                            **shape)).eval()
+    prompt = torch.randint(0, 30, (batch, n0))
+    for use_cache in (True, False):
+        counted = counted_flops(lambda: generate(model, prompt, m, greedy=True, use_cache=use_cache))
+        assert counted == generation_flops(n0, m, **shape, use_cache=use_cache, batch=batch,
+                                           attention_only=attention_only)["total"]
+
+
+@pytest.mark.parametrize("m", [1, 2, 32, 511])
+def test_generation_laws(m):
+    # After a one-token prompt: without the cache the calls read 1..m tokens, m(m+1)/2 positions
+    # and 1² + .. + m² = m(m+1)(2m+1)/6 pairs (~m³/3); with it m positions and 1 + .. + m pairs.
+    uncached = generation_flops(1, m, 64, 128, 2, 1703, use_cache=False)
+    cached = generation_flops(1, m, 64, 128, 2, 1703, use_cache=True)
+    assert uncached["positions"] == m * (m + 1) // 2 and cached["positions"] == m
+    assert uncached["pairs"] == m * (m + 1) * (2 * m + 1) // 6
+    assert cached["pairs"] == m * (m + 1) // 2
+    if m == 1:
+        assert uncached == cached                           # one call, the same either way
+
+
+def test_generation_figures_of_lesson_8():
+    # The lesson's model (d = 64, 2 layers, FFN 128, 1,703 words): 174,528 multiply-adds per
+    # position; ideal speed-ups about 17x at 32 new tokens and 279x at 511, where the attention
+    # is a third of the uncached work.
+    shape = dict(num_hiddens=64, ffn_num_hiddens=128, num_blks=2, vocab_size=1703)
+    assert decoder_position_flops(**shape) == 2 * 174_528
+    ratio = lambda m: (generation_flops(1, m, **shape, use_cache=False)["total"]
+                       / generation_flops(1, m, **shape, use_cache=True)["total"])
+    assert 16.5 < ratio(32) < 16.7 and 279 < ratio(511) < 280
+    uncached = generation_flops(1, 511, **shape, use_cache=False)
+    assert 0.333 < uncached["attention"] / uncached["total"] < 0.334
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: conv1d_flops(1, 0, 4), r"n must be a positive integer, got 0"),
     (lambda: conv1d_flops(1, 8, 4, kernel_size=4), r"kernel_size must be odd .* use e\.g\. 3"),
@@ -127,6 +188,13 @@ def test_growth_with_n():
     (lambda: sequential_steps("lstm", 8), r"unknown layer 'lstm'; choose one of cnn, gru"),
     (lambda: max_path_length("cnn", 8, kernel_size=1), r"kernel_size must be odd and at least 3"),
     (lambda: median_time(lambda: None, repeats=0), r"repeats must be a positive integer"),
+    (lambda: generation_schedule(0, 4, True), r"prompt_len must be a positive integer, got 0"),
+    (lambda: generation_schedule(1, 4, 1), r"use_cache must be True or False, got 1"),
+    (lambda: generation_flops(1, 4, 64, 128, 2, 100, use_cache=True, batch=0),
+     r"batch must be a positive integer"),
+    (lambda: decoder_position_flops(64, 128, 2, 100, attention_only="no"),
+     r"attention_only must be True or False"),
+    (lambda: median_times({}), r"fns must be a non-empty dict"),
 ])
 def test_bad_input_is_refused_with_one_line(call, message):
     with pytest.raises(ValueError, match=message) as error:
@@ -141,6 +209,17 @@ def test_median_time_restores_threads_and_reports_spread():
     assert torch.get_num_threads() == before
     assert seen == [1] * 8                                 # warm-up + 7 repeats, on one thread
     assert timing["min"] <= timing["median"] <= timing["max"] and timing["repeats"] == 7
+
+
+def test_median_times_runs_in_turns_on_one_thread():
+    before = torch.get_num_threads()
+    calls = []
+    timing = median_times({"a": lambda: calls.append(("a", torch.get_num_threads())),
+                           "b": lambda: calls.append(("b", torch.get_num_threads()))}, repeats=3)
+    assert torch.get_num_threads() == before
+    assert calls == [("a", 1), ("b", 1)] * 4               # warm-up, then 3 rounds, in turns
+    assert set(timing) == {"a", "b"}
+    assert all(t["min"] <= t["median"] <= t["max"] and t["repeats"] == 3 for t in timing.values())
 
 
 def test_machine_line_names_cores_and_torch():

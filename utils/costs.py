@@ -9,7 +9,11 @@ Counts are FLOPs of the matrix products, 2 per multiply-add, the convention of
 - ``attention_matrix_bytes(batch, num_heads, num_queries, num_keys, need_weights)``
 - ``conv1d_flops``, ``gru_flops``, ``self_attention_flops``: one layer, n tokens of size d
 - ``sequential_steps(layer, n)``, ``max_path_length(layer, n, kernel_size)``
-- ``median_time(fn, repeats)``, ``machine_line()``: timings, only as support
+- ``decoder_position_flops``: one position through a decoder-only language model, attention aside
+- ``generation_schedule(prompt_len, new_tokens, use_cache)``: (queries, keys) of every step
+- ``generation_flops(...)``: generating with or without the key/value cache, counted step by step
+- ``median_time(fn, repeats)``, ``median_times(fns, repeats)``, ``machine_line()``: timings,
+  only as support
 """
 
 import os
@@ -26,6 +30,13 @@ def _count(name: str, value) -> int:
     """``value`` as an int, or a one-line ValueError unless it is a positive integer."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}; pass e.g. {name}=1")
+    return value
+
+
+def _flag(name: str, value) -> bool:
+    """``value`` if it is a bool, else a one-line ValueError."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
     return value
 
 
@@ -109,6 +120,56 @@ def max_path_length(layer: str, n: int, kernel_size: int = 3) -> int:
     return -(-(n - 1) // reach)                           # ceil division
 
 
+def decoder_position_flops(num_hiddens: int, ffn_num_hiddens: int, num_blks: int,
+                           vocab_size: int, attention_only: bool = False) -> int:
+    """FLOPs of one position of ``utils.language_model.DecoderOnlyLM`` outside the attention scores.
+
+    Per layer W_q, W_k, W_v, W_o (4·d² multiply-adds) and, unless ``attention_only``, the FFN
+    d -> f -> d (2·d·f); then the output layer d -> V: 2·(L·(4·d² + 2·d·f) + d·V).
+    """
+    d, f = _count("num_hiddens", num_hiddens), _count("ffn_num_hiddens", ffn_num_hiddens)
+    L, V = _count("num_blks", num_blks), _count("vocab_size", vocab_size)
+    per_layer = 4 * d * d + (0 if _flag("attention_only", attention_only) else 2 * d * f)
+    return 2 * (L * per_layer + d * V)
+
+
+def generation_schedule(prompt_len: int, new_tokens: int, use_cache: bool) -> list:
+    """(queries, keys) of each model call when ``utils.language_model.generate`` writes
+    ``new_tokens`` tokens after a prompt of ``prompt_len``: one call per new token.
+
+    Without the cache call i (from 0) rereads all n0 + i tokens: n0 + i queries against as many
+    keys (the causal mask hides half of the scores but they are computed). With it, call 0 reads
+    the prompt (n0 against n0) and call i >= 1 one token against the n0 + i cached keys.
+    """
+    n0, m = _count("prompt_len", prompt_len), _count("new_tokens", new_tokens)
+    if _flag("use_cache", use_cache):
+        return [(n0, n0)] + [(1, n0 + i) for i in range(1, m)]
+    return [(n0 + i, n0 + i) for i in range(m)]
+
+
+def generation_flops(prompt_len: int, new_tokens: int, num_hiddens: int, ffn_num_hiddens: int,
+                     num_blks: int, vocab_size: int, use_cache: bool, batch: int = 1,
+                     attention_only: bool = False) -> dict:
+    """FLOPs of generating ``new_tokens`` after ``prompt_len`` for ``batch`` sequences at once.
+
+    Each call of ``generation_schedule`` costs queries · ``decoder_position_flops`` (the positions
+    it reads) plus, per layer, scores and weights @ values: 2 · 2·queries·keys·d (all heads).
+    Returns {"positions", "pairs", "outside", "attention", "total", "steps"}: positions read and
+    (query, key) pairs scored per sequence and layer, the FLOPs of both parts and their sum.
+    Without the cache the pairs grow as m³/3 and the positions as m²/2; with it as m²/2 and m.
+    """
+    b = _count("batch", batch)
+    schedule = generation_schedule(prompt_len, new_tokens, use_cache)
+    per_position = decoder_position_flops(num_hiddens, ffn_num_hiddens, num_blks, vocab_size,
+                                          attention_only)
+    positions = sum(q for q, _ in schedule)
+    pairs = sum(q * k for q, k in schedule)
+    outside = b * positions * per_position
+    attention = b * 2 * 2 * num_blks * num_hiddens * pairs
+    return {"positions": positions, "pairs": pairs, "outside": outside, "attention": attention,
+            "total": outside + attention, "steps": len(schedule)}
+
+
 def median_time(fn, repeats: int = 7, threads: int = 1) -> dict:
     """Seconds of ``fn()``: one warm-up, then ``repeats`` runs on ``threads`` threads (restored after).
 
@@ -130,6 +191,33 @@ def median_time(fn, repeats: int = 7, threads: int = 1) -> dict:
         torch.set_num_threads(saved)
     return {"median": statistics.median(times), "min": min(times), "max": max(times),
             "repeats": repeats}
+
+
+def median_times(fns: dict, repeats: int = 5, threads: int = 1) -> dict:
+    """``median_time`` for several functions at once, run in turns: one warm-up each, then
+    ``repeats`` rounds in which every function runs once, so that a change in the machine's load
+    falls on all of them alike. {name: {"median", "min", "max", "repeats"}}; without autograd."""
+    _count("repeats", repeats)
+    _count("threads", threads)
+    if not isinstance(fns, dict) or not fns or not all(callable(f) for f in fns.values()):
+        raise ValueError("fns must be a non-empty dict of name -> function to time; "
+                         "pass e.g. {'cached': lambda: ...}")
+    saved = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    times = {name: [] for name in fns}
+    try:
+        with torch.no_grad():
+            for fn in fns.values():
+                fn()                                      # warm-up
+            for _ in range(repeats):
+                for name, fn in fns.items():
+                    start = time.perf_counter()
+                    fn()
+                    times[name].append(time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(saved)
+    return {name: {"median": statistics.median(t), "min": min(t), "max": max(t),
+                   "repeats": repeats} for name, t in times.items()}
 
 
 def machine_line() -> str:
