@@ -166,6 +166,15 @@ class AlignmentScore:
                 f"({self.words} French words of {self.pairs} pairs, argmax over {over})")
 
 
+def _paired(maps, gold_pairs) -> tuple:
+    """(maps, gold_pairs) as lists of one length, or a one-line ValueError."""
+    maps, gold_pairs = list(maps), list(gold_pairs)
+    if len(maps) != len(gold_pairs):
+        raise ValueError(f"got {len(maps)} maps for {len(gold_pairs)} gold pairs; pass one map "
+                         f"per pair, in the same order")
+    return maps, gold_pairs
+
+
 def score_maps(maps, gold_pairs, as_drawn: bool = False) -> AlignmentScore:
     """Score attention maps against gold pairs (``utils.gold_alignment.GoldPair``).
 
@@ -175,10 +184,7 @@ def score_maps(maps, gold_pairs, as_drawn: bool = False) -> AlignmentScore:
     summed over the whole set (Och & Ney). A scored word that gives no weight at all to English
     words has sharpness 1 / (number of English words), as if its weights were uniform.
     """
-    maps, gold_pairs = list(maps), list(gold_pairs)
-    if len(maps) != len(gold_pairs):
-        raise ValueError(f"got {len(maps)} maps for {len(gold_pairs)} gold pairs; pass one map "
-                         f"per pair, in the same order")
+    maps, gold_pairs = _paired(maps, gold_pairs)
     words = predicted = sure_count = hit_sure = hit_possible = 0
     sharpness = 0.0
     for weights, pair in zip(maps, gold_pairs):
@@ -239,10 +245,7 @@ def score_by_tag(maps, gold_pairs, as_drawn: bool = False) -> dict:
     A pair with several tags counts under each of them (``utils.gold_alignment.TAGS``); a tag
     whose pairs have no scored French word is left out.
     """
-    maps, gold_pairs = list(maps), list(gold_pairs)
-    if len(maps) != len(gold_pairs):
-        raise ValueError(f"got {len(maps)} maps for {len(gold_pairs)} gold pairs; pass one map "
-                         f"per pair, in the same order")
+    maps, gold_pairs = _paired(maps, gold_pairs)
     groups: dict = {}
     for weights, pair in zip(maps, gold_pairs):
         for tag in pair.tags:
@@ -265,10 +268,7 @@ def link_offsets(maps, gold_pairs) -> dict:
     positions from the nearest gold link (+1: one word to the right, "looking ahead"; ties
     between a left and a right neighbour go to the right). Returns {offset: count}, sorted.
     """
-    maps, gold_pairs = list(maps), list(gold_pairs)
-    if len(maps) != len(gold_pairs):
-        raise ValueError(f"got {len(maps)} maps for {len(gold_pairs)} gold pairs; pass one map "
-                         f"per pair, in the same order")
+    maps, gold_pairs = _paired(maps, gold_pairs)
     counts: dict = {}
     for weights, pair in zip(maps, gold_pairs):
         rows = _as_map(weights, len(pair.english), len(pair.french), pair.id)
@@ -294,10 +294,7 @@ def argmax_targets(maps, gold_pairs, words: str = "all") -> dict:
     """
     if words not in ("all", "last", "others"):
         raise ValueError(f"words must be 'all', 'last' or 'others', got {words!r}")
-    maps, gold_pairs = list(maps), list(gold_pairs)
-    if len(maps) != len(gold_pairs):
-        raise ValueError(f"got {len(maps)} maps for {len(gold_pairs)} gold pairs; pass one map "
-                         f"per pair, in the same order")
+    maps, gold_pairs = _paired(maps, gold_pairs)
     counts = dict.fromkeys(ARGMAX_TARGETS, 0)
     for weights, pair in zip(maps, gold_pairs):
         rows = _as_map(weights, len(pair.english), len(pair.french), pair.id)
