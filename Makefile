@@ -55,7 +55,7 @@ test: $(STAMP)
 ifeq ($(strip $(ARGS)),)
 	@mkdir -p tests/artifacts
 	@echo "== lane 2 in the background (log: $(LANE2_LOG)): lessons on generic kernels, one thread; training and grader tests =="
-	@( $(OTHER_CPU) $(BIN)/python -m pytest chapters/*/lesson.ipynb $(NBVAL_FLAGS) -p no:cacheprovider; \
+	@( $(OTHER_CPU) $(BIN)/python -m pytest chapters/*/lesson.ipynb chapters/*/exercises.ipynb $(NBVAL_FLAGS) -p no:cacheprovider; \
 	   first=$$?; OMP_NUM_THREADS=1 $(BIN)/python -m pytest $(LANE2_TESTS) -p no:cacheprovider --durations=15; \
 	   second=$$?; [ $$first -eq 0 ] && [ $$second -eq 0 ] ) > $(LANE2_LOG) 2>&1 & lane2=$$!; \
 	trap 'pkill -P $$lane2; kill $$lane2 2>/dev/null; exit 130' INT TERM; \
@@ -67,7 +67,7 @@ ifeq ($(strip $(ARGS)),)
 	echo "== exit status: lane 1 $$lane1, lane 2 $$lane2 =="; \
 	[ $$lane1 -eq 0 ] && [ $$lane2 -eq 0 ]
 else
-	$(BIN)/python -m pytest tests chapters/*/lesson.ipynb $(NBVAL_FLAGS) $(ARGS)
+	$(BIN)/python -m pytest tests chapters/*/lesson.ipynb chapters/*/exercises.ipynb $(NBVAL_FLAGS) $(ARGS)
 endif
 
 # The benchmarks of the README's "Performance" table (scripts that print figures, not tests).

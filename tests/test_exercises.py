@@ -15,6 +15,7 @@ import tempfile
 
 import nbformat
 import pytest
+import torch
 
 from conftest import CHAPTERS, REPO
 
@@ -131,6 +132,59 @@ def test_instructor_full_marks_student_version_zero(course, index):
             f"on {grade_id}")
     student = nbformat.read(course / "autograded" / "student" / assignment / "exercises.ipynb",
                             as_version=4)
-    errors = [o.ename for c in student.cells if c.cell_type == "code"
+    errors = [f"{o.ename}: {o.evalue}" for c in student.cells if c.cell_type == "code"
               for o in c.get("outputs", []) if o.output_type == "error"]
-    assert "NotImplementedError" in errors, f"{assignment}: student version failed with {errors}"
+    assert any("NotImplementedError" in e or "not answered yet" in e for e in errors), (
+        f"{assignment}: student version failed with {errors}")
+
+
+@pytest.mark.parametrize("index", range(len(EXERCISES)), ids=ASSIGNMENTS)
+def test_exercises_follow_the_rules_of_the_instructor_table(index):
+    """Static (issue 28): every autograded cell has a kind and at least two named checks whose
+    points add up to the cell's; at least 60 % of the autograded points are transfer items
+    (variant, find-and-fix, predict); at least one find-and-fix and one predict item."""
+    from utils.grading import exercise_table
+    broken = exercise_table.problems(exercise_table.items(EXERCISES[index].parent))
+    assert not broken, f"{ASSIGNMENTS[index]}: " + "; ".join(broken)
+
+
+def test_readme_shows_the_instructor_table_as_generated():
+    from utils.grading import exercise_table
+    table = exercise_table.markdown_table(CHAPTERS)
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert table in readme, ("README.md's exercise table is out of date: paste the output of "
+                             "`python -m utils.grading table`")
+
+
+def test_rubric_gives_partial_credit_names_failures_and_lets_grader_errors_through():
+    from utils.grading.checks import Rubric
+
+    def broken(x):
+        return torch.ones(2, 3) @ torch.ones(2, 3)       # the raw PyTorch shape error
+
+    rubric = Rubric("Exercise 9", points=3, kind="variant")
+    with rubric.check("shape", 1):
+        assert True
+    with rubric.check("values", 1.5):
+        raise AssertionError("values: wrong value at index (0,)")
+    with rubric.check("keys transposed", 0.5):
+        broken(1)
+    assert rubric.result() == 1.0
+    report = rubric.report()
+    assert "1 of 3 checks passed (1 of 3 points)" in report
+    assert "FAILED (1.5 pt) values" in report and "transpose the keys" in report
+    with pytest.raises(TimeoutError):
+        with Rubric("x", 1, "variant").check("slow", 1):
+            raise TimeoutError("the grader stopped the student's code")
+    nothing = Rubric("Exercise 8", points=1, kind="predict")
+    with nothing.check("answered", 1):
+        raise NotImplementedError()
+    with pytest.raises(AssertionError, match="no check passed.*not answered yet"):
+        nothing.result()
+    short = Rubric("Exercise 7", points=2, kind="variant")
+    with short.check("only one", 1):
+        pass
+    with pytest.raises(RuntimeError, match="add up to 1.0 points"):
+        short.result()
+    with pytest.raises(ValueError, match="kind must be one of"):
+        Rubric("Exercise 6", points=1, kind="copy")

@@ -4,10 +4,12 @@ For every chapter, one submission per mistake listed in tests/grading_fixtures/m
 released notebook filled with the instructor's answers, one of them rewritten to make that
 mistake) and one fully correct submission go through the real CLI — release, collect, ONE
 autograde call for all chapters, feedback, export — in one course directory. Then:
-each wrong submission loses exactly the points of its exercise (and of the later exercises whose
-answers call the broken function, whose feedback then names that function as the cause), keeps
-all others, and its feedback page names the mistake;
-the correct one earns every autograded point; no feedback page shows a hidden-test line.
+each wrong submission earns exactly the points its mistake leaves in that exercise (the
+checks it passes: partial credit) and nothing of the later exercises whose answers call the
+broken function (whose feedback then names that function as the cause), keeps all others, and
+its feedback page names the mistake; the correct one, and one made of the chapter's second
+correct answers (``ALTERNATIVES``), earn every autograded point; no feedback page shows a
+hidden-test line.
 """
 
 import csv
@@ -21,10 +23,11 @@ import nbformat
 import pytest
 
 from conftest import CHAPTERS, REPO
-from grading_fixtures.mistakes import MISTAKES, submission
+from grading_fixtures.mistakes import ALTERNATIVES, MISTAKES, solution_sources, submission
 
 ASSIGNMENTS = sorted(MISTAKES)
 CORRECT = "correct"
+ALTERNATIVE = "alternative"
 
 
 def _nbgrader(cell) -> dict:
@@ -73,6 +76,9 @@ def graded():
             box = inbox / assignment
             box.mkdir(parents=True)
             nbformat.write(submission(released, instructor(assignment)), box / f"{CORRECT}.ipynb")
+            nbformat.write(submission(released, instructor(assignment),
+                                      alternatives=ALTERNATIVES[assignment]),
+                           box / f"{ALTERNATIVE}.ipynb")
             for mistake in MISTAKES[assignment]:
                 nbformat.write(submission(released, instructor(assignment), mistake),
                                box / f"{mistake.name}.ipynb")
@@ -132,15 +138,35 @@ def test_no_visible_code_quotes_a_solution_line():
         assert not quoted, f"{assignment}: visible code quotes {quoted[:3]}"
 
 
+def test_every_answer_has_a_second_correct_answer_written_another_way():
+    """Static: each code answer cell has an alternative in the chapter's fixtures, and it is
+    not the instructor's answer again (at most half of its lines are the same)."""
+    for assignment in ASSIGNMENTS:
+        answers = solution_sources(instructor(assignment))
+        alternatives = {a.solution: a.source for a in ALTERNATIVES[assignment]}
+        missing = sorted(set(answers) - set(alternatives))
+        assert not missing, f"{assignment}: no second correct answer for {missing}"
+        for grade_id, source in alternatives.items():
+            ours = {line.strip() for line in answers[grade_id].splitlines()
+                    if line.strip() and not line.strip().startswith(("#", "def ", '"""'))}
+            theirs = [line.strip() for line in source.splitlines()
+                      if line.strip() and not line.strip().startswith(("#", "def ", '"""'))]
+            same = sum(line in ours for line in theirs)
+            assert theirs and same <= len(theirs) / 2, (
+                f"{assignment}/{grade_id}: the alternative repeats {same} of {len(theirs)} "
+                f"lines of the instructor's answer")
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("student", [CORRECT, ALTERNATIVE])
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_correct_submission_gets_full_marks(graded, assignment):
+def test_correct_submissions_get_full_marks(graded, assignment, student):
     _, grades = graded
     points = autograded_points(instructor(assignment))
-    scores = grades[(assignment, CORRECT)]
+    scores = grades[(assignment, student)]
     for grade_id, maximum in points.items():
         assert scores.get(grade_id) == maximum, (
-            f"{assignment}: the correct submission earns {scores.get(grade_id)} of {maximum} "
+            f"{assignment}: the {student} submission earns {scores.get(grade_id)} of {maximum} "
             f"on {grade_id}")
 
 
@@ -155,9 +181,10 @@ def test_each_mistake_costs_its_exercise_and_is_named_in_the_feedback(graded, as
         if scores is None:
             problems.append(f"{mistake.name}: no grades")
             continue
-        lost = {mistake.test, *mistake.downstream}
+        assert mistake.earns < points[mistake.test], f"{mistake.name}: earns all its points"
         for grade_id, maximum in points.items():
-            want = 0.0 if grade_id in lost else float(maximum)
+            want = (mistake.earns if grade_id == mistake.test else
+                    0.0 if grade_id in mistake.downstream else float(maximum))
             if scores.get(grade_id) != want:
                 problems.append(f"{mistake.name}: {grade_id} scored {scores.get(grade_id)}, "
                                 f"expected {want}")
@@ -183,7 +210,7 @@ def test_no_feedback_page_shows_a_hidden_test_line(graded):
             leaks = find_leaks(page.read_text(encoding="utf-8"), hidden)
             assert not leaks, f"{page.relative_to(course)} shows hidden test code: {leaks[:3]}"
             checked += 1
-    expected = sum(len(MISTAKES[a]) + 1 for a in ASSIGNMENTS)
+    expected = sum(len(MISTAKES[a]) + 2 for a in ASSIGNMENTS)
     assert checked == expected, f"{checked} feedback pages, expected {expected}"
 
 

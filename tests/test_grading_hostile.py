@@ -23,7 +23,7 @@ import nbformat
 import pytest
 
 from conftest import REPO
-from grading_fixtures.hostile import ASSIGNMENT, COLUMNS, build_class
+from grading_fixtures.hostile import ASSIGNMENT, COLUMNS, SECURITY_ENV, build_class
 from grading_fixtures.pg_server import temporary_postgres
 
 CELL_TIMEOUT = "8"          # seconds per cell; each endless loop costs this much (3 of them)
@@ -32,7 +32,8 @@ GRADING_OUTPUTS = ("autograded", ".grading", "gradebook.db", "feedback")
 
 
 def run_cli(*args, course, check=True, env=None):
-    environment = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course), **(env or {}))
+    environment = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course), **SECURITY_ENV,
+                       **(env or {}))
     environment.pop("ATTENTION_COURSE_GRADING", None)
     result = subprocess.run([sys.executable, "-m", "utils.grading", *args, "--quiet"],
                             cwd=REPO, env=environment, capture_output=True, text=True,

@@ -24,7 +24,8 @@ import nbformat
 import pytest
 
 from conftest import REPO
-from grading_fixtures.hostile import ASSIGNMENT, COLUMNS, GOOD, WRONG, dump, with_answers
+from grading_fixtures.hostile import (ASSIGNMENT, COLUMNS, GOOD, SECURITY_ENV, WRONG, dump,
+                                      with_answers)
 from test_grading_hostile import sandbox_processes
 
 STUDENTS = 15
@@ -37,7 +38,7 @@ ROWS = {                             # by hand: points per exercise, total, max,
 
 
 def cli(*args, course) -> list:
-    env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course))
+    env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course), **SECURITY_ENV)
     env.pop("ATTENTION_COURSE_GRADING", None)
     return [sys.executable, "-m", "utils.grading", *args, "--quiet"], env
 

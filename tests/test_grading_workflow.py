@@ -20,10 +20,11 @@ import tempfile
 import nbformat
 import pytest
 
-from conftest import CHAPTERS, REPO
+from conftest import REPO
+from grading_fixtures.hostile import SECURITY_CHAPTERS, SECURITY_ENV
 
 ASSIGNMENT = "01_attention_cues"
-INSTRUCTOR_NB = CHAPTERS / ASSIGNMENT / "exercises.ipynb"
+INSTRUCTOR_NB = SECURITY_CHAPTERS / ASSIGNMENT / "exercises.ipynb"
 # Points per graded cell, by hand from the exercise design (2 + 3 + 2 + 2 autograded, 2 written).
 POINTS = {"test_scaled_scores": 2, "test_attention_weights": 3, "test_attend": 2,
           "test_query_for_weights": 2, "why_sqrt_d": 2}
@@ -138,7 +139,7 @@ EXPECTED = [
 # --- helpers ------------------------------------------------------------------------------------
 def run_cli(*args, course_dir, check=True, timeout=240):
     """python -m utils.grading <args> in the repository, like an instructor would."""
-    env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course_dir))
+    env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course_dir), **SECURITY_ENV)
     env.pop("ATTENTION_COURSE_GRADING", None)
     result = subprocess.run([sys.executable, "-m", "utils.grading", *args, "--quiet"],
                             cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)

@@ -9,11 +9,16 @@ answer (2) waits for the instructor whenever it was changed.
 
 import copy
 import json
+import pathlib
 import uuid
 
 import nbformat
 
 ASSIGNMENT = "01_attention_cues"
+# The frozen copy of lesson 1's exercises these tests grade (see its README), handed to the CLI
+# through $ATTENTION_COURSE_CHAPTERS_DIR.
+SECURITY_CHAPTERS = pathlib.Path(__file__).resolve().parent / "security_assignment"
+SECURITY_ENV = {"ATTENTION_COURSE_CHAPTERS_DIR": str(SECURITY_CHAPTERS)}
 COLUMNS = ["student_id", "test_scaled_scores", "test_attention_weights", "test_attend",
            "test_query_for_weights", "why_sqrt_d", "total", "max_total", "needs_manual_grade"]
 

@@ -11,6 +11,8 @@ import types
 
 import torch
 
+from utils.grading.rubric import Rubric, explain_error   # noqa: F401 - test cells use checks.Rubric
+
 # Graded functions must be written with plain torch ops: calling the course library's
 # finished implementation (or PyTorch's fused attention) would skip the exercise.
 FORBIDDEN_MODULES = ("utils.attention", "utils.masking", "utils.grading")

@@ -6,6 +6,7 @@
     feedback   HTML per student, without the code of hidden tests
     export     CSV, one row per student: per graded cell (nbgrader), or for Canvas or Moodle
     init       only write <course>/nbgrader_config.py
+    table      every lesson's exercises: kind, points and named checks (markdown)
     lab        open JupyterLab in the course directory (formgrader: manual grading)
 """
 
@@ -50,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     init = commands.add_parser("init", parents=[common, execution],
                                help="write nbgrader_config.py in the course directory")
     init.set_defaults(run=cmd_init)
+
+    table = commands.add_parser("table", help="print every lesson's exercises: kind, points "
+                                "and named checks, and flag rule breaks")
+    table.set_defaults(run=cmd_table)
 
     release = commands.add_parser("release", parents=[common, execution],
                                   help="generate student versions into <course>/release/")
@@ -146,6 +151,18 @@ def cmd_init(args) -> int:
           f"config:           {settings.course_dir / course_mod.CONFIG_FILE}\n"
           f"gradebook:        {settings.db_url}")
     return 0
+
+
+def cmd_table(args) -> int:
+    from utils.grading import exercise_table
+    chapters = course_mod.default_chapters_dir()
+    print(exercise_table.markdown_table(chapters))
+    broken = [f"{d.name}: {p}" for d in sorted(chapters.glob("*/"))
+              if (d / "exercises.ipynb").exists()
+              for p in exercise_table.problems(exercise_table.items(d))]
+    for line in broken:
+        print(f"rule broken: {line}", file=sys.stderr)
+    return 1 if broken else 0
 
 
 def cmd_release(args) -> int:

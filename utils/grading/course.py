@@ -17,6 +17,9 @@ from utils.grading import COURSE_DIR_ENV_VAR, GRADING_ENV_VAR
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CHAPTERS_DIR = REPO / "chapters"
+# Where assignments are read from instead of chapters/ (the grader's security tests point it at
+# a frozen assignment, so they do not change whenever a lesson's exercises do).
+CHAPTERS_ENV_VAR = "ATTENTION_COURSE_CHAPTERS_DIR"
 EXERCISES = "exercises.ipynb"
 NOTEBOOK_ID = "exercises"             # nbgrader's notebook id = file name without .ipynb
 CONFIG_FILE = "nbgrader_config.py"
@@ -65,14 +68,21 @@ def resolve_course_dir(path=None) -> pathlib.Path:
     return course_dir
 
 
-def exercise_chapters(chapters_dir: pathlib.Path = CHAPTERS_DIR) -> list:
+def default_chapters_dir() -> pathlib.Path:
+    """``$ATTENTION_COURSE_CHAPTERS_DIR`` if set, else the repository's chapters/."""
+    return pathlib.Path(os.environ.get(CHAPTERS_ENV_VAR) or CHAPTERS_DIR)
+
+
+def exercise_chapters(chapters_dir: pathlib.Path = None) -> list:
     """Chapter folders (sorted) that have an exercises notebook."""
+    chapters_dir = chapters_dir or default_chapters_dir()
     return sorted(p for p in chapters_dir.iterdir()
                   if p.is_dir() and CHAPTER_NAME.match(p.name) and (p / EXERCISES).is_file())
 
 
-def resolve_chapters(spec, chapters_dir: pathlib.Path = CHAPTERS_DIR) -> list:
+def resolve_chapters(spec, chapters_dir: pathlib.Path = None) -> list:
     """``"01"``, ``"1"``, ``"01_attention_cues"`` or ``"all"``/None -> chapter folders."""
+    chapters_dir = chapters_dir or default_chapters_dir()
     available = exercise_chapters(chapters_dir)
     if spec in (None, "", "all"):
         if not available:

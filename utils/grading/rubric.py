@@ -1,0 +1,112 @@
+"""Partial credit for an autograded exercise: its points split over named checks.
+
+A test cell builds a ``Rubric``, runs each requirement inside ``with rubric.check(name, points):``
+and ends with ``rubric.result()`` as its last expression. A failed check costs only its own
+points; the cell prints which checks passed and what each failed one found, and its value (the
+points earned, a number) is what nbgrader records: ``determine_grade`` gives a test cell the
+number it displays as partial credit. When every check fails the cell raises instead, so the
+student sees an error (and the grade is 0 either way).
+
+Checks are independent: each one calls the student's code again, so a crash in one (a hidden
+edge case, a NotImplementedError) does not hide the others. Kinds (for the instructor's table,
+``python -m utils.grading table``): ``variant`` (implement a case no lesson cell shows),
+``find-and-fix``, ``predict`` (a number or shape committed before running) and ``practice``
+(re-uses a lesson cell closely). The first three count as transfer.
+"""
+
+import contextlib
+import re
+
+KINDS = ("variant", "find-and-fix", "predict", "practice")
+TRANSFER_KINDS = ("variant", "find-and-fix", "predict")
+MANUAL_KINDS = ("written", "figure")
+
+# Raw PyTorch messages of typical shape mistakes -> what the student most likely did.
+_RAW_ERRORS = (
+    (r"Expected size for first two dimensions of batch2 tensor|"
+     r"mat1 and mat2 shapes cannot be multiplied|size mismatch, got input",
+     "the inner sizes of a matrix product do not agree: scores need Q Kᵀ, so transpose the "
+     "keys' last two axes (keys.transpose(-2, -1)) and check every shape against its comment"),
+    (r"must match the size of tensor b|The size of tensor a",
+     "two tensors with different shapes were combined elementwise: print the shapes, and add "
+     "a length-1 axis (x[:, None] or .unsqueeze) where one should broadcast"),
+    (r"Dimension out of range|IndexError: index .* out of (range|bounds)",
+     "an axis or an index that does not exist: count the axes of the tensor (negative axes "
+     "count from the end)"),
+    (r"view size is not compatible|shape '.*' is invalid for input of size",
+     "a view/reshape that does not fit: use .reshape (or .contiguous().view) after a "
+     "transpose, and check that the sizes multiply to the same total"),
+)
+
+
+def explain_error(error: BaseException) -> str:
+    """One line for an exception raised by the student's code, naming the likely mistake."""
+    text = f"{type(error).__name__}: {error}".strip()
+    first = text.splitlines()[0][:300] if text else type(error).__name__
+    if isinstance(error, NotImplementedError):
+        return "not answered yet (your function still raises NotImplementedError)"
+    for pattern, meaning in _RAW_ERRORS:
+        if re.search(pattern, text):
+            return f"your code raised {first} — {meaning}"
+    return f"your code raised {first}"
+
+
+def _is_graders_own(error: BaseException) -> bool:
+    """Errors of the grading machinery (a stopped sandbox, a timeout) are not a failed check:
+    they must stop the cell as they would without a rubric."""
+    return isinstance(error, TimeoutError) or type(error).__module__.startswith("utils.grading")
+
+
+class Rubric:
+    """Named checks sharing ``points``; see the module docstring."""
+
+    def __init__(self, exercise: str, points: float, kind: str):
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        self.exercise, self.points, self.kind = exercise, float(points), kind
+        self.results = []                 # (name, points, message or None)
+
+    @contextlib.contextmanager
+    def check(self, name: str, points: float):
+        """Run one requirement; an AssertionError or an error of the student's code fails it."""
+        if any(name == done for done, _, _ in self.results):
+            raise ValueError(f"two checks are named {name!r}")
+        try:
+            yield
+        except Exception as error:        # noqa: BLE001 - the student's failure, reported
+            if _is_graders_own(error):
+                raise
+            message = (str(error).splitlines()[0] if isinstance(error, AssertionError)
+                       and str(error) else explain_error(error))
+            self.results.append((name, float(points), message))
+        else:
+            self.results.append((name, float(points), None))
+
+    def earned(self) -> float:
+        return sum(points for _, points, message in self.results if message is None)
+
+    def report(self) -> str:
+        passed = sum(message is None for _, _, message in self.results)
+        lines = [f"{self.exercise}: {passed} of {len(self.results)} checks passed "
+                 f"({_number(self.earned())} of {_number(self.points)} points)"]
+        for name, points, message in self.results:
+            mark = "passed" if message is None else "FAILED"
+            lines.append(f"  {mark} ({_number(points)} pt) {name}"
+                         + ("" if message is None else f"\n      -> {message}"))
+        return "\n".join(lines)
+
+    def result(self) -> float:
+        """Print the report and return the points earned (the cell's partial credit)."""
+        total = sum(points for _, points, _ in self.results)
+        if abs(total - self.points) > 1e-9:
+            raise RuntimeError(f"grader bug: the checks of {self.exercise} add up to {total} "
+                               f"points, the exercise has {self.points}")
+        print(self.report())
+        if self.earned() == 0:
+            failed = "; ".join(f"{name}: {message}" for name, _, message in self.results)
+            raise AssertionError(f"{self.exercise}: no check passed — {failed}")
+        return round(self.earned(), 6)
+
+
+def _number(x: float) -> str:
+    return f"{x:g}"
