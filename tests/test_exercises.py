@@ -19,7 +19,9 @@ import torch
 
 from conftest import CHAPTERS, REPO
 
-EXERCISES = sorted(CHAPTERS.glob("*/exercises.ipynb"))
+# A development aid: FIXTURE_CHAPTERS=03_scoring_functions grades only that chapter.
+EXERCISES = sorted(p for p in CHAPTERS.glob("*/exercises.ipynb")
+                   if os.environ.get("FIXTURE_CHAPTERS", "") in ("", p.parent.name))
 ASSIGNMENTS = [path.parent.name for path in EXERCISES]
 
 
@@ -76,7 +78,7 @@ def run_cli(*args, course):
 def course():
     with tempfile.TemporaryDirectory(prefix="exercises-") as tmp:
         course, inbox = pathlib.Path(tmp) / "course", pathlib.Path(tmp) / "inbox"
-        run_cli("release", "--chapter", "all", course=course)
+        run_cli("release", "--chapter", os.environ.get("FIXTURE_CHAPTERS") or "all", course=course)
         for assignment, instructor in zip(ASSIGNMENTS, EXERCISES):
             box = inbox / assignment
             box.mkdir(parents=True)
@@ -84,7 +86,7 @@ def course():
             (box / "student.ipynb").write_bytes(
                 (course / "release" / assignment / "exercises.ipynb").read_bytes())
             run_cli("collect", str(box), "--chapter", assignment, course=course)
-        run_cli("autograde", "--chapter", "all", "--timeout", "60", course=course)
+        run_cli("autograde", "--chapter", os.environ.get("FIXTURE_CHAPTERS") or "all", "--timeout", "60", course=course)
         for assignment in ASSIGNMENTS:
             run_cli("export", "--chapter", assignment, "--to",
                     str(course / f"{assignment}.csv"), course=course)
@@ -93,7 +95,8 @@ def course():
 
 def test_every_lesson_has_exercises_with_three_autograded_and_one_written():
     lessons = sorted(p.parent.name for p in CHAPTERS.glob("*/lesson.ipynb"))
-    assert ASSIGNMENTS == lessons, "every lesson needs an exercises.ipynb"
+    if not os.environ.get("FIXTURE_CHAPTERS"):
+        assert ASSIGNMENTS == lessons, "every lesson needs an exercises.ipynb"
     for path in EXERCISES:
         nb = nbformat.read(path, as_version=4)
         written = [c for c in nb.cells if c.cell_type == "markdown"

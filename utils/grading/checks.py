@@ -221,6 +221,30 @@ def diagnose(actual, expected, candidates, what: str, atol: float = 1e-5,
             raise AssertionError(f"{what}: {message}")
 
 
+def call(fn, *args, hints=None, what: str = "your function", **kwargs):
+    """``fn(*args, **kwargs)``; if it raises, fail with a message naming the likely mistake.
+
+    ``hints`` maps a regular expression (searched in "ExceptionName: message") to what went
+    wrong and how to fix it, e.g. ``{"batch2 tensor|cannot be multiplied": "scores need Q Kᵀ:
+    transpose the keys' last two axes"}``; without a match, a generic explanation of common
+    raw PyTorch errors is used (``explain_error``). The grader's own errors pass through.
+    """
+    import re
+
+    from utils.grading.rubric import _is_graders_own
+    try:
+        return fn(*args, **kwargs)
+    except Exception as error:      # noqa: BLE001 - the student's error, explained
+        if _is_graders_own(error) or isinstance(error, AssertionError):
+            raise
+        text = f"{type(error).__name__}: {error}"
+        for pattern, message in (hints or {}).items():
+            if re.search(pattern, text):
+                raise AssertionError(f"{what}: {message} (it raised {text.splitlines()[0][:200]})"
+                                     ) from None
+        raise AssertionError(f"{what}: {explain_error(error)}") from None
+
+
 def output_or_none(fn, *args, **kwargs):
     """``fn(*args, **kwargs)``, or None if ``fn`` is None or raises: for a diagnosis that looks
     at another of the student's answers, which may be missing (pass
