@@ -279,12 +279,21 @@ class BahdanauConfig(TranslationConfig):
     attention: bool = True              # False: the same model without attention (baseline)
     encoder: str = "book"
     decoder: str = "book"
+    # Weight of the guided-alignment loss (utils.guided_alignment): 0 lets attention learn alone.
+    guided_alignment: float = 0.0
 
     def __post_init__(self):
         super().__post_init__()
         for name in ("embed_size", "num_hiddens", "num_layers"):
             check_positive_int(name, getattr(self, name))
         check_flag("attention", self.attention)
+        if not (isinstance(self.guided_alignment, (int, float))
+                and not isinstance(self.guided_alignment, bool) and self.guided_alignment >= 0):
+            raise ValueError(f"guided_alignment must be a number >= 0 (0: no guidance), "
+                             f"got {self.guided_alignment!r}")
+        if self.guided_alignment and not self.attention:
+            raise ValueError("guided_alignment needs attention to guide: set attention=True or "
+                             "guided_alignment=0")
         for name, choices in (("encoder", ENCODERS), ("decoder", DECODERS)):
             if getattr(self, name) not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, "
@@ -304,6 +313,9 @@ LESSON_BAHDANAU = dataclasses.replace(LESSON_BOOK_DECODER, encoder="bidirectiona
                                       decoder="read_first")
 # The same encoder, data and budget without attention: what does attention add?
 LESSON_NO_ATTENTION = dataclasses.replace(LESSON_BAHDANAU, attention=False)
+# The explorer's model: the main model trained with a second loss that pulls its attention
+# towards IBM Model 1's word links (guided alignment, weight 1; utils.guided_alignment).
+LESSON_ALIGNED = dataclasses.replace(LESSON_BAHDANAU, guided_alignment=1.0)
 
 
 def build_bahdanau(config: BahdanauConfig, src_vocab: Vocab, tgt_vocab: Vocab) -> EncoderDecoder:
@@ -334,9 +346,31 @@ def train_bahdanau(config: BahdanauConfig = BahdanauConfig(), path=None, *,
     set_seed(config.seed)
     data_iter, src_vocab, tgt_vocab = training_data(config, path)
     model = build_bahdanau(config, src_vocab, tgt_vocab)
+    extra_loss = guided_alignment_objective(config, src_vocab, tgt_vocab, path)
     result = train_seq2seq(model, data_iter, config.lr, config.num_epochs, tgt_vocab,
-                           animate=animate, show_progress=show_progress, num_threads=num_threads)
+                           animate=animate, show_progress=show_progress, num_threads=num_threads,
+                           extra_loss=extra_loss)
     return model, src_vocab, tgt_vocab, result
+
+
+def guided_alignment_objective(config: BahdanauConfig, src_vocab: Vocab, tgt_vocab: Vocab,
+                               path=None):
+    """None without guidance; else the per-batch term ``train_seq2seq`` adds to its objective:
+    ``config.guided_alignment`` times the attention's cross-entropy against IBM Model 1's links
+    (trained on the same pairs), scaled like the translation loss (summed, / num_steps)."""
+    if not config.guided_alignment:
+        return None
+    from utils.alignment import train_model1_on
+    from utils.guided_alignment import guided_alignment_loss, model1_prior
+
+    prior = model1_prior(train_model1_on(config, path), src_vocab, tgt_vocab)
+
+    def objective(model, X, X_valid_len, Y, Y_valid_len):
+        per_token = guided_alignment_loss(model.decoder.attention_weights, prior.to(X.device),
+                                          X, X_valid_len, Y, Y_valid_len)    # (b, tgt_steps)
+        return config.guided_alignment * per_token.sum() / Y.shape[1]
+
+    return objective
 
 
 def bahdanau_versions() -> dict:

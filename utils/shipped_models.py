@@ -32,7 +32,7 @@ CHECKSUMS = "SHA256SUMS"
 def presets() -> dict:
     """name -> (cache kind, config, train function, versions).
 
-    The lessons' main models (with lesson 4's two comparison models: the book's decoder, the
+    The lessons' main models (with lesson 4's guided-alignment model and its two comparison models: the book's decoder, the
     paper's encoder with the book's decoder), and the book-sized ones (600 pairs) that lessons 4 and 7 show
     first, with the two 30-epoch runs of lesson 7's causal-mask demo: shipped too, so that every
     machine shows the same translations (a model trained elsewhere differs by round-off); and
@@ -46,6 +46,7 @@ def presets() -> dict:
     table = {
         "bahdanau": (bahdanau, seq2seq.LESSON_BAHDANAU),
         "no_attention": (bahdanau, seq2seq.LESSON_NO_ATTENTION),
+        "aligned": (bahdanau, seq2seq.LESSON_ALIGNED),
         "book_decoder": (bahdanau, seq2seq.LESSON_BOOK_DECODER),
         "paper_encoder": (bahdanau, seq2seq.LESSON_PAPER_ENCODER),
         "transformer": (tf, transformer.LESSON_TRANSFORMER),

@@ -180,7 +180,8 @@ def teacher_forcing_input(Y: torch.Tensor, bos: int) -> torch.Tensor:
 def train_seq2seq(model: nn.Module, data_iter, lr: float, num_epochs: int, tgt_vocab: Vocab,
                   device="auto", *, clip_norm: float = 1.0, init_weights: bool = True,
                   animate: bool = True, show_progress: bool = True,
-                  num_threads: int | None = None, on_epoch=None) -> TrainResult:
+                  num_threads: int | None = None, on_epoch=None,
+                  extra_loss=None) -> TrainResult:
     """Train any encoder–decoder (see the module docstring) with teacher forcing.
 
     ``data_iter`` yields (X, X_valid_len, Y, Y_valid_len) batches as ``utils.data.load_data_nmt``
@@ -191,6 +192,9 @@ def train_seq2seq(model: nn.Module, data_iter, lr: float, num_epochs: int, tgt_v
     ``device``: where to train (``"auto"``: see ``resolve_device``); the model stays there.
     ``on_epoch(epoch, model)``, if given, runs after each epoch (1-based) outside the timed
     part, e.g. to score the model on held-out sentences; the model is back in training mode after.
+    ``extra_loss(model, X, X_valid_len, Y, Y_valid_len)``, if given, returns a scalar added to
+    each batch's objective after the forward pass (e.g. guided alignment); the reported losses
+    stay the translation loss.
     """
     check_positive_int("num_epochs", num_epochs)
     check_positive("lr", lr)
@@ -227,7 +231,10 @@ def train_seq2seq(model: nn.Module, data_iter, lr: float, num_epochs: int, tgt_v
                 optimizer.zero_grad(set_to_none=True)
                 # The book's objective: each sentence's token losses averaged over num_steps,
                 # summed over the batch (the scale matters for the clipping below).
-                (token_losses.sum() / num_steps).backward()
+                objective = token_losses.sum() / num_steps
+                if extra_loss is not None:
+                    objective = objective + extra_loss(model, X, X_valid_len, Y, Y_valid_len)
+                objective.backward()
                 nn.utils.clip_grad_norm_(model.parameters(), clip_norm, foreach=True)
                 optimizer.step()
                 loss_sum += token_losses.detach().sum()
