@@ -191,3 +191,12 @@ def test_rubric_gives_partial_credit_names_failures_and_lets_grader_errors_throu
         short.result()
     with pytest.raises(ValueError, match="kind must be one of"):
         Rubric("Exercise 6", points=1, kind="copy")
+
+
+def test_grader_fetches_answer_names_a_test_cell_lists_in_a_tuple():
+    """A predict item's test may loop over its answers' names; the grader must fetch them all
+    from the student's process (names inside constant tuples count)."""
+    from utils.grading.evaluate import loaded_names
+    code = compile('for name, n in (("entropy_at_4", 4), ("entropy_at_2", 2)):\n'
+                   '    checks.check_defined(name, globals())\n', "<test>", "exec")
+    assert {"entropy_at_4", "entropy_at_2", "checks"} <= loaded_names(code)

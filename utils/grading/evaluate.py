@@ -67,9 +67,21 @@ def _loaded_names(code) -> set:
         for instruction in dis.get_instructions(current):
             if instruction.opname in ("LOAD_NAME", "LOAD_GLOBAL", "LOAD_FROM_DICT_OR_GLOBALS"):
                 names.add(instruction.argval)
-        names.update(c for c in current.co_consts if isinstance(c, str) and c.isidentifier())
+        names.update(_string_constants(current.co_consts))
         stack.extend(c for c in current.co_consts if hasattr(c, "co_names"))
     return names
+
+
+def _string_constants(constants) -> set:
+    """Identifier-like strings among constants, also inside constant tuples and frozensets
+    (``for name in ("answer_a", "answer_b"): ...`` compiles to one tuple constant)."""
+    found = set()
+    for constant in constants:
+        if isinstance(constant, str) and constant.isidentifier():
+            found.add(constant)
+        elif isinstance(constant, (tuple, frozenset)):
+            found |= _string_constants(constant)
+    return found
 
 
 def stored_names(code) -> set:

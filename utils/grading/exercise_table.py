@@ -57,7 +57,8 @@ def rubric_of(source: str):
 
 
 def _line_of(source: str, text) -> int:
-    return source.find(repr(text)) if isinstance(text, str) else -1
+    """Where a check's name first appears in the cell (names are written in either quote)."""
+    return source.find(text) if isinstance(text, str) else -1
 
 
 def items(chapter_dir: pathlib.Path) -> list:
