@@ -3,31 +3,124 @@ second correct answer to every exercise (see ``grading_fixtures.exercise_kit``).
 
 from grading_fixtures.exercise_kit import A, M  # noqa: F401
 
+NO_SIGMA_CHECK = ('    if not sigma > 0:\n'
+                  '        raise ValueError(f"sigma must be > 0, got {sigma}")\n')
+
 MISTAKES = [
-    M("c2-softmax-queries", "gaussian_nadaraya_watson", "test_gaussian_nadaraya_watson",
+    # Exercise 1 (predict): the limits of the width.
+    M("c02-limits-swapped", "predictions", "test_predictions",
+      [("predicted_wide = 3.0", "predicted_wide = 6.0"),
+       ("predicted_narrow = 2.0", "predicted_narrow = 3.0")],
+      "that is the nearest key's value", earns=1),
+    M("c02-wide-nearest", "predictions", "test_predictions",
+      [("predicted_wide = 3.0", "predicted_wide = 6.0")],
+      "that is the nearest key's value", earns=2),
+    M("c02-tie-one-key", "predictions", "test_predictions",
+      [("predicted_tie = 1.0", "predicted_tie = 0.0")],
+      "x = 2 is equally far from the keys 1 and 3", earns=2),
+    M("c02-tie-mean", "predictions", "test_predictions",
+      [("predicted_tie = 1.0", "predicted_tie = 3.0")],
+      "that is the mean of y_small", earns=2),
+    # Exercise 2 (find and fix): the classmate's softmax over the queries.
+    M("c02-fix-not-found", "gaussian_nadaraya_watson", "test_gaussian_nadaraya_watson",
       [("torch.softmax(scores, dim=1)", "torch.softmax(scores, dim=0)")],
-      "each column sums to 1 over the queries"),
-    M("c2-no-two", "gaussian_nadaraya_watson", "test_gaussian_nadaraya_watson",
-      [("/ (2 * sigma ** 2)", "/ sigma ** 2")], "you left out the 2"),
-    M("c2-no-clamp", "epanechnikov_weights", "test_epanechnikov_weights",
-      [("torch.clamp(1 - u ** 2, min=0.0)", "1 - u ** 2")], "negative kernel values"),
-    M("c2-no-sigma", "epanechnikov_weights", "test_epanechnikov_weights",
-      [("x_keys[None, :]) / sigma", "x_keys[None, :])")],
-      "divide the distances by sigma before the kernel"),
-    M("c2-self-included", "leave_one_out_errors", "test_leave_one_out_errors",
-      [("scores.masked_fill(self_pair, -math.inf)", "scores")], "itself included",
-      ["test_best_sigma"]),                      # best_sigma calls leave_one_out_errors
-    M("c2-summed", "leave_one_out_errors", "test_leave_one_out_errors",
-      [("((weights @ y - y) ** 2).mean()", "((weights @ y - y) ** 2).sum()")],
-      "average the squared errors over the n points"),
-    M("c2-argmax", "best_sigma", "test_best_sigma",
-      [(".argmin()", ".argmax()")], "largest leave-one-out error"),
-    M("c2-training-error", "best_sigma", "test_best_sigma",
-      [("candidates[int(leave_one_out_errors(x_train, y_train, candidates).argmin())]",
-        "min(candidates, key=lambda s: float(((gaussian_nadaraya_watson(\n"
-        "    x_train, x_train, y_train, s)[0] - y_train) ** 2).mean()))")],
-      "always wins on the training error"),
+      "each column sums to 1 over the queries", earns=1),
+    M("c02-fix-no-two", "gaussian_nadaraya_watson", "test_gaussian_nadaraya_watson",
+      [("/ (2 * sigma ** 2)", "/ sigma ** 2")], "you left out the 2", earns=2),
+    M("c02-fix-sigma-multiplies", "gaussian_nadaraya_watson", "test_gaussian_nadaraya_watson",
+      [("/ (2 * sigma ** 2)", "* sigma ** 2 / 2")],
+      "sigma multiplies the distances instead of dividing them", earns=2),
+    M("c02-fix-no-sigma-check", "gaussian_nadaraya_watson", "test_gaussian_nadaraya_watson",
+      [(NO_SIGMA_CHECK, "")], "sigma <= 0 raises a ValueError whose message names sigma",
+      earns=2),
+    # Exercise 4 (variant): the tricube kernel.
+    M("c02-tri-signed-u", "tricube_nadaraya_watson", "test_tricube_nadaraya_watson",
+      [("u = distances / sigma", "u = (x_query[:, None] - x_keys[None, :]) / sigma")],
+      "cube the absolute value |u|", earns=2),
+    M("c02-tri-no-cutoff", "tricube_nadaraya_watson", "test_tricube_nadaraya_watson",
+      [("torch.clamp(1 - u ** 3, min=0.0) ** 3", "(1 - u ** 3) ** 3")],
+      "keys farther than sigma got non-zero kernel values", earns=4),
+    M("c02-tri-sigma-multiplies", "tricube_nadaraya_watson", "test_tricube_nadaraya_watson",
+      [("u = distances / sigma", "u = distances * sigma")],
+      "sigma multiplies the distances instead of dividing them", earns=2),
+    M("c02-tri-no-outer-cube", "tricube_nadaraya_watson", "test_tricube_nadaraya_watson",
+      [("torch.clamp(1 - u ** 3, min=0.0) ** 3", "torch.clamp(1 - u ** 3, min=0.0)")],
+      "the outer cube is missing", earns=4),
+    M("c02-tri-nan", "tricube_nadaraya_watson", "test_tricube_nadaraya_watson",
+      [("weights = torch.where(covered, kernel / torch.where(covered, totals, 1.0), nearest)",
+        "weights = kernel / totals")],
+      "a query with no key within sigma divided 0 by 0 (NaN)", earns=4),
+    M("c02-tri-no-sigma-check", "tricube_nadaraya_watson", "test_tricube_nadaraya_watson",
+      [(NO_SIGMA_CHECK, "")], "sigma <= 0 raises a ValueError whose message names sigma",
+      earns=4),
+    # Exercise 5 (variant): the Cauchy kernel's leave-one-out error.
+    M("c02-loo-self-included", "cauchy_leave_one_out", "test_cauchy_leave_one_out",
+      [("kernel = others / (1 + u ** 2)", "kernel = 1 / (1 + u ** 2)")],
+      "each point was predicted from all n pairs, itself included", earns=1),
+    M("c02-loo-summed", "cauchy_leave_one_out", "test_cauchy_leave_one_out",
+      [(".mean(dim=1)", ".sum(dim=1)")],
+      "average the squared errors over the n points", earns=1),
+    M("c02-loo-gaussian", "cauchy_leave_one_out", "test_cauchy_leave_one_out",
+      [("kernel = others / (1 + u ** 2)", "kernel = others * torch.exp(-u ** 2 / 2)")],
+      "that is the Gaussian kernel's leave-one-out error", earns=2),
+    M("c02-loo-sigma-multiplies", "cauchy_leave_one_out", "test_cauchy_leave_one_out",
+      [("/ widths[:, None, None]", "* widths[:, None, None]")],
+      "sigma multiplies the distances instead of dividing them", earns=2),
+    M("c02-loo-message", "cauchy_leave_one_out", "test_cauchy_leave_one_out",
+      [('f"every sigma must be > 0, got', 'f"every width must be > 0, got')],
+      "a width <= 0 raises a ValueError whose message names sigma", earns=2),
 ]
 
 ALTERNATIVES = [
+    A("predictions", '''\
+# Your three predictions, as plain numbers, written before you run anything.
+predicted_wide = (4 + 0 + 2 + 6) / 4   # a huge width: uniform weights over the four values
+predicted_narrow = 2                   # a tiny width: the nearest key (3) takes it all
+predicted_tie = (0.0 + 2.0) / 2        # two nearest keys, equally near: an even split
+'''),
+    A("gaussian_nadaraya_watson", '''\
+def gaussian_nadaraya_watson(x_query, x_keys, y_values, sigma=1.0):
+    """x_query (m,), x_keys (n,), y_values (n,) -> predictions (m,), weights (m, n)."""
+    if sigma <= 0:
+        raise ValueError("sigma has to be positive, got %r" % (sigma,))
+    diff = x_query.unsqueeze(1) - x_keys.unsqueeze(0)                 # (m, n)
+    logits = -0.5 * (diff / sigma) ** 2
+    logits = logits - logits.max(dim=1, keepdim=True).values          # no underflow to 0/0
+    unnorm = torch.exp(logits)
+    alpha = unnorm / unnorm.sum(dim=1, keepdim=True)                  # rows sum to 1
+    return torch.einsum("mn,n->m", alpha, y_values), alpha
+'''),
+    A("tricube_nadaraya_watson", '''\
+def tricube_nadaraya_watson(x_query, x_keys, y_values, sigma):
+    """x_query (m,), x_keys (n,), y_values (n,), sigma > 0 -> predictions (m,), weights (m, n)."""
+    if sigma <= 0:
+        raise ValueError(f"tricube width sigma={sigma} is not positive")
+    rows = []
+    for x in x_query:                                  # one query at a time
+        gap = (x - x_keys).abs()                       # (n,)
+        k = torch.where(gap < sigma, (1 - (gap / sigma) ** 3) ** 3, torch.zeros_like(gap))
+        if k.sum() > 0:
+            rows.append(k / k.sum())
+        else:                                          # nothing in reach: the nearest key
+            rows.append(torch.nn.functional.one_hot(gap.argmin(), len(x_keys)).float())
+    alpha = torch.stack(rows)                          # (m, n)
+    return alpha @ y_values, alpha
+'''),
+    A("cauchy_leave_one_out", '''\
+def cauchy_leave_one_out(x, y, sigmas):
+    """x (n,), y (n,), sigmas: s widths (list or 1-D tensor) -> mean squared LOO errors (s,)."""
+    widths = [float(s) for s in (sigmas.tolist() if torch.is_tensor(sigmas) else sigmas)]
+    if min(widths) <= 0:
+        raise ValueError(f"sigma values must be positive: {widths}")
+    n = x.shape[0]
+    keep = ~torch.eye(n, dtype=torch.bool)
+    other_x = x.expand(n, n)[keep].view(n, n - 1)      # row i: every x but x_i
+    other_y = y.expand(n, n)[keep].view(n, n - 1)
+    out = []
+    for s in widths:
+        k = 1.0 / (1.0 + ((x.unsqueeze(1) - other_x) / s) ** 2)
+        pred = (k * other_y).sum(1) / k.sum(1)
+        out.append(torch.mean((pred - y) ** 2))
+    return torch.stack(out)
+'''),
 ]

@@ -4,31 +4,127 @@ second correct answer to every exercise (see ``grading_fixtures.exercise_kit``).
 from grading_fixtures.exercise_kit import A, M  # noqa: F401
 
 MISTAKES = [
-    M("c6-sin-cos-swapped", "sinusoidal_table", "test_sinusoidal_table",
-      [("= torch.sin(angles), torch.cos(angles)", "= torch.cos(angles), torch.sin(angles)")],
-      "sin and cos are swapped"),
-    M("c6-two-halves", "sinusoidal_table", "test_sinusoidal_table",
-      [("grid[:, 0::2], grid[:, 1::2] = torch.sin(angles), torch.cos(angles)",
-        "grid = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)")],
-      "must alternate column by column"),
-    M("c6-exponent-j", "sinusoidal_table", "test_sinusoidal_table",
-      [("-torch.arange(0, dim, 2, dtype=torch.float64) / dim",
-        "-torch.arange(dim // 2, dtype=torch.float64) / dim")],
-      "wrong frequencies"),
-    M("c6-rotation-transposed", "shift_rotation", "test_shift_rotation",
-      [("torch.stack([torch.cos(a), torch.sin(a)])", "torch.stack([torch.cos(a), -torch.sin(a)])"),
-       ("torch.stack([-torch.sin(a), torch.cos(a)])", "torch.stack([torch.sin(a), torch.cos(a)])")],
-      "your matrix shifts by -delta"),
-    M("c6-one-angle", "shift_rotation", "test_shift_rotation",
-      [("turn = delta * base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)",
-        "turn = torch.full((dim // 2,), float(delta), dtype=torch.float64)")],
-      "every block turns by the same angle"),
-    M("c6-no-sqrt-d", "causal_self_attention", "test_causal_self_attention",
-      [("(X @ X.transpose(1, 2)) / math.sqrt(d)", "(X @ X.transpose(1, 2))")],
-      "the scores are not scaled"),
-    M("c6-diagonal-masked", "causal_self_attention", "test_causal_self_attention",
-      [(".triu(1)", ".triu(0)")], "token i may attend to itself"),
+    # Exercise 1 (predict): each wrong number costs its own check only.
+    M("c06-period-pair-21", "predictions", "test_predictions",
+      [("10000 ** (20 / 32)", "10000 ** (42 / 32)")],
+      "column 21 is not pair j = 21", earns=2),
+    M("c06-period-exponent-21", "predictions", "test_predictions",
+      [("(20 / 32)", "(21 / 32)")],
+      "the exponent of column 21 is not 21/32", earns=2),
+    M("c06-period-no-2pi", "predictions", "test_predictions",
+      [("predicted_period = 2 * math.pi * 10000", "predicted_period = 10000")],
+      "that is 1/ω, not the period", earns=2),
+    M("c06-layers-kernel-3", "predictions", "test_predictions",
+      [("predicted_layers = 50", "predicted_layers = 100")],
+      "100 is the path for kernel size 3", earns=2),
+    M("c06-layers-log-k", "predictions", "test_predictions",
+      [("predicted_layers = 50", "predicted_layers = math.ceil(math.log(101, 5))")],
+      "log_k n layers is for dilated convolutions", earns=2),
+    M("c06-crossing-lesson-d", "predictions", "test_predictions",
+      [("predicted_n = 64", "predicted_n = 32")],
+      "32 is where they cross for the lesson's d = 32", earns=2),
+    # Exercise 2 (find and fix): the bug left in, and the other typical mask and softmax bugs.
+    M("c06-mask-wrong-way-round", "causal_self_attention", "test_causal_self_attention",
+      [(".triu(1)", ".tril(-1)")], "a token still attends to later tokens", earns=0),
+    M("c06-diagonal-masked", "causal_self_attention", "test_causal_self_attention",
+      [(".triu(1)", ".triu(0)")], "token i may attend to itself", earns=0),
+    M("c06-no-sqrt-d", "causal_self_attention", "test_causal_self_attention",
+      [("(X @ X.transpose(-2, -1)) / math.sqrt(d)", "(X @ X.transpose(-2, -1))")],
+      "the scores are not scaled", earns=2),
+    M("c06-mask-after-softmax", "causal_self_attention", "test_causal_self_attention",
+      [('attn = torch.softmax(logits.masked_fill(future, float("-inf")), dim=-1)',
+        "attn = torch.softmax(logits, dim=-1).masked_fill(future, 0.0)")],
+      "the mask is applied after the softmax", earns=1),   # the normaliser still sees later tokens
+    M("c06-softmax-over-queries", "causal_self_attention", "test_causal_self_attention",
+      [('float("-inf")), dim=-1)', 'float("-inf")), dim=1)')],
+      "the softmax runs over the queries", earns=1),
+    # Exercise 4 (RoPE): a wrong rotation keeps the relative property but not the values.
+    M("c06-rope-wrong-direction", "rotary", "test_rotary",
+      [("Y[..., 0::2] = x_even * cos - x_odd * sin", "Y[..., 0::2] = x_even * cos + x_odd * sin"),
+       ("Y[..., 1::2] = x_even * sin + x_odd * cos", "Y[..., 1::2] = -x_even * sin + x_odd * cos")],
+      "turned the wrong way", earns=2),
+    M("c06-rope-halves", "rotary", "test_rotary",
+      [("x_even, x_odd = X[..., 0::2], X[..., 1::2]", "x_even, x_odd = X[..., :d // 2], X[..., d // 2:]"),
+       ("Y[..., 0::2] = x_even", "Y[..., :d // 2] = x_even"),
+       ("Y[..., 1::2] = x_even", "Y[..., d // 2:] = x_even")],
+      "the pairs are neighbouring features", earns=2),
+    M("c06-rope-one-angle", "rotary", "test_rotary",
+      [("[:, None] * rates", "[:, None] * torch.ones_like(rates)")],
+      "every pair turns by the same angle m", earns=2),
+    M("c06-rope-exponent-j", "rotary", "test_rotary",
+      [("-torch.arange(0, d, 2, dtype=torch.float64) / d", "-torch.arange(d // 2, dtype=torch.float64) / d")],
+      "wrong frequencies: ω_j = base^(-2j/d)", earns=2),
+    M("c06-rope-positions-ignored", "rotary", "test_rotary",
+      [("torch.as_tensor(positions, dtype=torch.float64)[:, None]",
+        "torch.arange(X.shape[-2], dtype=torch.float64)[:, None]")],
+      "the positions argument is ignored", earns=2),
+    M("c06-rope-base-ignored", "rotary", "test_rotary",
+      [("rates = base **", "rates = 10000.0 **")],
+      "the base argument is ignored", earns=3),
+    M("c06-rope-no-even-check", "rotary", "test_rotary",
+      [('    if d % 2:\n        raise ValueError(f"d must be even (the features are rotated in pairs), '
+        'got d = {d}")\n', "")],
+      "an odd d must raise a ValueError", earns=3),
+    # Exercise 5 (decode a position): the wrong pair, sin/cos swapped, asin, wrong ω, base ignored.
+    M("c06-decode-fastest-pair", "decode_position", "test_decode_position",
+      [("slowest = base ** (-(d - 2) / d)", "slowest = 1.0"),
+       ("torch.atan2(P[:, d - 2], P[:, d - 1])", "torch.atan2(P[:, 0], P[:, 1])")],
+      "you read the fastest pair", earns=0),
+    M("c06-decode-sin-cos-swapped", "decode_position", "test_decode_position",
+      [("torch.atan2(P[:, d - 2], P[:, d - 1])", "torch.atan2(P[:, d - 1], P[:, d - 2])")],
+      "sin is in the even column and cos in the odd one", earns=0),
+    M("c06-decode-asin", "decode_position", "test_decode_position",
+      [("torch.atan2(P[:, d - 2], P[:, d - 1])", "torch.asin(P[:, d - 2])")],
+      "asin only covers a quarter turn", earns=1),
+    M("c06-decode-exponent-j", "decode_position", "test_decode_position",
+      [("base ** (-(d - 2) / d)", "base ** (-(d // 2 - 1) / d)")],
+      "wrong frequency: the last pair is j = d/2 - 1", earns=0),
+    M("c06-decode-base-ignored", "decode_position", "test_decode_position",
+      [("slowest = base **", "slowest = 10000.0 **")],
+      "the base argument is ignored", earns=2),
 ]
 
 ALTERNATIVES = [
+    A("predictions", '''\
+# Your three predictions: numbers (or arithmetic you can do by hand), written before running anything.
+predicted_period = 1987.0                 # 2π · 10000^(10/16) ≈ 6.283 · 316.2
+predicted_layers = math.ceil(100 / 2)     # 100 gaps, 2 positions per layer
+predicted_n = 64.0                        # the n² term catches up with the GRU's extra 4nd² at n = d
+'''),
+    A("causal_self_attention", '''\
+def causal_self_attention(X):
+    """X (batch, n, d) -> (outputs (batch, n, d), weights (batch, n, n)); token i sees tokens 0..i."""
+    batch, n, d = X.shape
+    rows = []
+    for i in range(n):                                                   # one query at a time
+        s = torch.einsum("bd,bkd->bk", X[:, i], X[:, : i + 1]) / d ** 0.5  # (batch, i + 1): keys 0..i
+        w = torch.softmax(s, dim=-1)
+        rows.append(torch.cat([w, X.new_zeros(batch, n - i - 1)], dim=-1))  # weight 0 for keys > i
+    weights = torch.stack(rows, dim=1)                                   # (batch, n, n)
+    return torch.einsum("bqk,bkd->bqd", weights, X), weights
+'''),
+    A("rotary", '''\
+def rotary(X, positions, base=10000.0):
+    """X (batch, n, d), positions (n,) -> (batch, n, d): pair j of the token at m turned by m * w_j."""
+    batch, n, d = X.shape
+    if d % 2 != 0:
+        raise ValueError(f"rotary needs an even number of features (they come in pairs), not {d}")
+    j = torch.arange(d // 2, dtype=torch.float64)
+    theta = torch.as_tensor(positions, dtype=torch.float64).reshape(n, 1) * torch.pow(float(base), -2.0 * j / d)
+    turn = torch.polar(torch.ones_like(theta), theta)                   # e^(i theta), (n, d/2)
+    pairs = torch.view_as_complex(X.to(torch.float64).reshape(batch, n, d // 2, 2).contiguous())
+    return torch.view_as_real(pairs * turn).reshape(batch, n, d).to(X.dtype)
+'''),
+    A("decode_position", '''\
+def decode_position(P, base=10000.0):
+    """P (n, d) float64 sinusoidal encodings -> (n,) positions: slowest pair first, faster ones refine."""
+    n, d = P.shape
+    freqs = [base ** (-2 * j / d) for j in range(d // 2)]
+    estimate = torch.atan2(P[:, -2], P[:, -1]) / freqs[-1]               # coarse but unambiguous
+    for j in reversed(range(d // 2 - 1)):
+        phase = torch.atan2(P[:, 2 * j], P[:, 2 * j + 1])                 # known up to whole turns
+        turns = torch.round((estimate * freqs[j] - phase) / (2 * math.pi))
+        estimate = (phase + 2 * math.pi * turns) / freqs[j]
+    return estimate
+'''),
 ]
