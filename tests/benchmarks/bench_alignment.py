@@ -2,7 +2,8 @@
 
     .venv/bin/python -m tests.benchmarks.bench_alignment [--retrain]
 
-For each of lesson 4's translation models (same data, sizes and budget: ``LESSON_BAHDANAU``'s)
+For each of lesson 4's translation models (same data, sizes and budget: ``LESSON_BAHDANAU``'s;
+``LESSON_ALIGNED`` adds the guided-alignment loss)
 prints, on the course's hand-aligned gold set (``assets/alignment/gold.txt``), the top-1 accuracy
 and AER of its teacher-forced attention over English words, top-1 "as drawn" (punctuation and
 <eos> counted), sharpness, its held-out corpus sacreBLEU on the README's split, and its training
@@ -24,6 +25,7 @@ from tests.benchmarks.common import git_revision, machine, print_table
 MODELS = (("the book's model (one-directional encoder)", "LESSON_BOOK_DECODER"),
           ("paper's bidirectional annotations, book decoder", "LESSON_PAPER_ENCODER"),
           ("bidirectional, query reads y(t-1) first (main)", "LESSON_BAHDANAU"),
+          ("main + guided alignment (the explorer's)", "LESSON_ALIGNED"),
           ("same encoder, no attention (baseline)", "LESSON_NO_ATTENTION"))
 
 CHILD = r"""
