@@ -13,7 +13,8 @@ from torch.nn import functional as F
 from d2l_oracle import load_d2l
 from utils.data import EOS, Vocab
 from utils.masking import masked_softmax
-from utils.seq2seq import (LESSON_BAHDANAU, LESSON_BOOK_DECODER, LESSON_NO_ATTENTION,
+from utils.seq2seq import (LESSON_ALIGNED, LESSON_BAHDANAU, LESSON_BOOK_DECODER,
+                           LESSON_NO_ATTENTION,
                            LESSON_PAPER_ENCODER, BahdanauConfig, BidirectionalEncoder,
                            ReadFirstAttentionDecoder, Seq2SeqAttentionDecoder, Seq2SeqDecoder,
                            Seq2SeqEncoder, SummaryDecoder, build_bahdanau, model_cache_key,
@@ -521,14 +522,15 @@ def test_default_config_builds_the_same_book_model_as_before():
 def test_presets_share_data_sizes_and_budget():
     book = dict(num_examples=None, held_out=True, num_steps=12, batch_size=128, embed_size=128,
                 num_hiddens=128, num_layers=1, dropout=0.2, lr=0.005, num_epochs=15, seed=0,
-                min_freq=2, attention=True)
-    for preset, encoder, decoder, attention in (
-            (LESSON_BOOK_DECODER, "book", "book", True),
-            (LESSON_PAPER_ENCODER, "bidirectional", "book", True),
-            (LESSON_BAHDANAU, "bidirectional", "read_first", True),
-            (LESSON_NO_ATTENTION, "bidirectional", "read_first", False)):
+                min_freq=2, attention=True, guided_alignment=0.0)
+    for preset, encoder, decoder, attention, guided in (
+            (LESSON_BOOK_DECODER, "book", "book", True, 0.0),
+            (LESSON_PAPER_ENCODER, "bidirectional", "book", True, 0.0),
+            (LESSON_BAHDANAU, "bidirectional", "read_first", True, 0.0),
+            (LESSON_ALIGNED, "bidirectional", "read_first", True, 1.0),
+            (LESSON_NO_ATTENTION, "bidirectional", "read_first", False, 0.0)):
         assert dataclasses.asdict(preset) == dict(book, encoder=encoder, decoder=decoder,
-                                                  attention=attention)
+                                                  attention=attention, guided_alignment=guided)
     for preset, encoder_class, decoder_class in (
             (LESSON_BOOK_DECODER, Seq2SeqEncoder, Seq2SeqAttentionDecoder),
             (LESSON_PAPER_ENCODER, BidirectionalEncoder, Seq2SeqAttentionDecoder),
