@@ -28,7 +28,7 @@ from grading_fixtures.hostile import (ASSIGNMENT, COLUMNS, GOOD, SECURITY_ENV, W
                                       with_answers)
 from test_grading_hostile import sandbox_processes
 
-STUDENTS = 15
+STUDENTS = 45                         # enough that Ctrl-C lands mid-run even when the test process waits for a core
 INTERRUPT_AFTER = 3                  # done submissions before Ctrl-C
 ROWS = {                             # by hand: points per exercise, total, max, manual pending
     "correct": ["2", "3", "2", "2", "0", "9", "11", "1"],
