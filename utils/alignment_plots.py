@@ -106,9 +106,15 @@ def compare_maps(pair, maps: dict, *, figsize=None, cmap: str = "Blues", colorba
     fig, axes = plt.subplots(1, n, figsize=figsize or (width, height), squeeze=False,
                              layout="constrained")
     image = None
+    rows = max(weights.shape[0] for weights in maps.values())
+    columns = max(weights.shape[1] for weights in maps.values())
     for k, (ax, (title, weights)) in enumerate(zip(axes[0], maps.items())):
         image = draw_alignment(ax, weights, pair.english, pair.french, pair, title=title,
                                cmap=cmap, ylabels=k == 0)
+        # Same cell size and rows on every panel: a map without the <eos> row and column
+        # (IBM Model 1's) leaves them blank instead of stretching its rows out of line.
+        ax.set_xlim(-0.5, columns - 0.5)
+        ax.set_ylim(rows - 0.5, -0.5)
     if colorbar:
         fig.colorbar(image, ax=axes[0].tolist(), shrink=0.7, label="weight")
     return fig

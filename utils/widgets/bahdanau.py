@@ -24,7 +24,7 @@ from matplotlib import patches, transforms
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PatchCollection
 
-from utils.alignment import teacher_forced_attention
+from utils.alignment import is_word, teacher_forced_attention
 from utils.alignment_plots import link_squares
 from utils.data import EOS, preprocess, tokenize
 from utils.training import Translation, greedy_translate
@@ -344,6 +344,8 @@ class AlignmentExplorer(BlittedExplorer):
         gold = None if shown is None else shown["gold"]
         if gold is None or step is None or step >= len(gold.french):
             return ""
+        if not is_word(gold.french[step]):
+            return "punctuation: not scored (only words are)"
         linked = sorted(e for e, f in gold.possible if f == step)
         if not linked:
             return "no gold link (a word with no English counterpart)"
