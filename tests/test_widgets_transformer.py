@@ -60,7 +60,7 @@ def test_reference_note_says_whether_the_translation_is_the_reference():
     assert reference_note("il est calme .", "il est calme .") == \
         " (the reference <i>il est calme .</i>)"
     assert reference_note("il est bon .", "il est calme .") == \
-        " (wrong: the reference is <i>il est calme .</i>)"
+        " (differs from the reference <i>il est calme .</i>)"
     assert "&lt;b&gt;" in reference_note("", "<b>")                  # escaped
 
 
@@ -108,7 +108,7 @@ def test_readout_shows_the_reference_of_a_known_sentence(toy):
     expected = reference_note(text, "il est calme .")
     assert expected and expected in explorer.readout.value
     explorer.controls["sentence"].value = "i lost ."
-    assert "wrong: the reference is <i>&lt;b&gt;</i>" in explorer.readout.value
+    assert "differs from the reference <i>&lt;b&gt;</i>" in explorer.readout.value
     explorer.controls["sentence"].value = "go ."                       # no reference known
     assert "reference" not in explorer.readout.value
     default = TransformerAttentionExplorer(model, src, tgt, num_steps=8, sentences=SENTENCES)

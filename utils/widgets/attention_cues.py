@@ -42,7 +42,7 @@ class AttentionCuesExplorer(BlittedExplorer):
         n = self.keys.shape[0]
         self.ax_bar, self.ax_map = fig.subplots(1, 2, width_ratios=[1.2, 1])
         self.bars = self.ax_bar.bar(range(n), np.zeros(n), color="tab:red")
-        self.ax_bar.set(ylim=(0, 1.05), xticks=range(n), xticklabels=[f"key {i + 1}" for i in range(n)],
+        self.ax_bar.set(ylim=(0, 1.15), xticks=range(n), xticklabels=[f"key {i + 1}" for i in range(n)],
                         ylabel="attention weight", title="weights")
         self.bar_labels = [self.ax_bar.text(i, 0, "", ha="center", va="bottom", fontsize=8)
                            for i in range(n)]

@@ -57,7 +57,7 @@ def reference_note(text: str, reference: str | None) -> str:
     """HTML after a translation: nothing without a reference, else whether the two agree."""
     if reference is None:
         return ""
-    verdict = "the reference" if text == reference else "wrong: the reference is"
+    verdict = "the reference" if text == reference else "differs from the reference"
     return f" ({verdict} <i>{html.escape(reference)}</i>)"
 
 
