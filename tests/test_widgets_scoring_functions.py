@@ -63,9 +63,23 @@ def test_unscaled_scores_saturate_and_scaled_do_not():
     torch.testing.assert_close(big["weights"].sum(-1), torch.ones(256))
     # Saturated: fewer than 2 of 10 keys keep a weight >= 1e-3; scaled, all of them do.
     assert big["live_keys"] < 2 and big_scaled["live_keys"] == 10
-    # The gradient reaching the query does not shrink without scaling: the √d the scale would
-    # remove makes up for the smaller Jacobian (what the lesson says in section 4).
+    # The *mean* gradient reaching the query grows without scaling (the √d the scale would remove
+    # multiplies it), but a few near-tie queries carry it: the median query gets almost nothing,
+    # and more than half the queries get less than 1e-3 (what the lesson says in section 4).
     assert big["query_gradient"] > small["query_gradient"] > big_scaled["query_gradient"]
+    assert big["median_query_gradient"] < 1e-3 < 0.3 < big_scaled["median_query_gradient"]
+    assert big["small_gradient_queries"] > 128 and big_scaled["small_gradient_queries"] == 0
+    assert big_scaled["query_gradients"].min() > 0.2
+
+
+def test_saturation_stats_per_query_norms_agree_with_the_summaries():
+    q, k = random_unit_vectors(7, 64, seed=2), random_unit_vectors(10, 64, seed=3)
+    stats = saturation_stats(q, k, scaled=False)
+    assert stats["query_gradients"].shape == (7,) and stats["jacobian_norms"].shape == (7,)
+    assert stats["query_gradient"] == pytest.approx(stats["query_gradients"].mean().item())
+    assert stats["jacobian_norm"] == pytest.approx(stats["jacobian_norms"].mean().item())
+    assert stats["median_query_gradient"] == stats["query_gradients"].sort().values[3].item()
+    assert stats["small_gradient_queries"] == int((stats["query_gradients"] < 1e-3).sum())
 
 
 def test_saturation_stats_gradients_match_autograd():
@@ -82,6 +96,8 @@ def test_saturation_stats_gradients_match_autograd():
         expected_query, expected_scores = torch.stack(by_query), torch.stack(by_scores)
         assert stats["query_gradient"] == pytest.approx(expected_query.mean().item(), rel=1e-5)
         assert stats["jacobian_norm"] == pytest.approx(expected_scores.mean().item(), rel=1e-5)
+        torch.testing.assert_close(stats["query_gradients"], expected_query, rtol=1e-5, atol=0)
+        torch.testing.assert_close(stats["jacobian_norms"], expected_scores, rtol=1e-5, atol=0)
     weights = stats["weights"]
     assert stats["live_keys"] == pytest.approx((weights >= 1e-3).sum(-1).float().mean().item())
 
@@ -167,10 +183,26 @@ def test_scale_explorer_saturates_without_scaling(scale_explorer):
     np.testing.assert_allclose(heights, state["weights"][0].numpy(), rtol=1e-6)
     assert max(heights) > 0.9
     np.testing.assert_allclose(marker.get_data(), [[1024], [state["entropy"]]])
-    assert "d = 1024, scores q·k: score std" in scale_explorer.readout.value
-    live = f"live keys (weight ≥ 0.001) {state['live_keys']:.1f} of 10"
-    assert live in scale_explorer.readout.value
-    assert f"‖∂α/∂q‖ {state['query_gradient']:.3f}" in scale_explorer.readout.value
+    readout = scale_explorer.readout.value
+    assert readout.startswith("d = 1024, scores q·k ")
+    live = f"mean live keys (weight ≥ 0.001) {state['live_keys']:.1f} of 10"
+    assert live in readout and "mean entropy" in readout
+    assert f"‖∂α/∂q‖ mean {state['query_gradient']:.3f}, median " in readout
+    assert f"below 0.001 for {state['small_gradient_queries']} of 256" in readout
+
+
+def test_scale_explorer_readout_gives_query_0_beside_the_means(scale_explorer):
+    # The bars show query 0: the readout gives its own numbers, not only the means. At d=256
+    # unscaled query 0 is one-hot and gets almost no gradient, while the mean is above 1.
+    scale_explorer.controls["scaled"].value = False
+    scale_explorer.controls["d"].value = 256
+    state, readout = scale_explorer.state, scale_explorer.readout.value
+    query_0 = readout.split("<br>")[0]
+    assert "query 0" in query_0 and "largest weight 1.00" in query_0
+    assert "live keys 1 of 10" in query_0
+    assert f"‖∂α/∂q‖ {state['query_gradients'][0].item():.3f}" in query_0
+    assert state["query_gradients"][0] < 0.01 < 1 < state["query_gradient"]
+    assert "all 256 queries" in readout.split("<br>")[1]
 
 
 def test_scale_explorer_draws_the_lessons_line_styles(scale_explorer):

@@ -28,7 +28,8 @@ def _as_length_tensor(valid_lens, device) -> torch.Tensor:
 def length_mask(lens: torch.Tensor, size: int) -> torch.Tensor:
     """Lengths (...) -> bool (..., size), True at the positions 0 .. length - 1 of each.
 
-    The one place the course turns valid lengths into a mask (lengths are checked by callers).
+    Turns valid lengths into a mask for masked_softmax, the losses and the heads (lengths are
+    checked by callers).
     """
     return torch.arange(size, device=lens.device) < lens[..., None]
 

@@ -2,9 +2,10 @@
 
 - ``MaskExplorer``: a scoring-function menu, one valid-length slider per query row and a causal
   toggle; the (queries, keys) weight heatmap and the per-row entropy update in place.
-- ``ScaleExplorer``: a dimension slider and a "divide by √d" toggle; the weights of one query,
-  the mean entropy of the weights, how many keys keep a weight that can carry gradient, and the
-  gradient of the weights with respect to the scores and to the query update in place.
+- ``ScaleExplorer``: a dimension slider and a "divide by √d" toggle; the weights of query 0 and
+  its own numbers, and over all queries the mean entropy of the weights, how many keys keep a
+  weight that can carry gradient, and the gradient of the weights with respect to the scores and
+  to the query (mean, median and how many queries get almost none) update in place.
 
 The numbers come from pure functions (``masked_weights``, ``random_unit_vectors``,
 ``saturation_stats``) that the tests call directly.
@@ -30,6 +31,9 @@ LIVE_WEIGHT = 1e-3
 # Line styles of the unscaled (False) and scaled (True) curves, as in the lesson's figure (the
 # first two of utils.plotting.DEFAULT_FMTS): q·k solid, q·k/√d dashed magenta.
 CURVE_STYLES = {False: "-", True: "m--"}
+# A query whose ‖∂α/∂q‖ is below this gets almost no gradient through its weights (with the
+# scale, the lesson's median query gets about 0.35 at every d).
+SMALL_GRADIENT = 1e-3
 
 
 # ----------------------------------------------------------------------------- pure functions
@@ -77,6 +81,11 @@ def saturation_stats(queries: torch.Tensor, keys: torch.Tensor, scaled: bool) ->
     ``LIVE_WEIGHT`` (``live_keys``), the norm of the softmax Jacobian ∂α/∂scores
     (``jacobian_norm``) and the norm of ∂α/∂q, the gradient that reaches the query through the
     scores (``query_gradient``; it carries the factor 1/√d when ``scaled``).
+
+    A mean can hide what a typical query gets, so the two norms also come per query
+    (``jacobian_norms``, ``query_gradients``: (m,) tensors), with the median of ∂α/∂q
+    (``median_query_gradient``; the lower of the two middle values for an even m) and how many
+    queries get a ‖∂α/∂q‖ below ``SMALL_GRADIENT`` (``small_gradient_queries``).
     """
     if queries.dim() != 2 or keys.dim() != 2 or queries.shape[1] != keys.shape[1]:
         raise ValueError(f"need queries (m, d) and keys (n, d) of one size d, got "
@@ -86,12 +95,17 @@ def saturation_stats(queries: torch.Tensor, keys: torch.Tensor, scaled: bool) ->
     weights = torch.softmax(scores, dim=-1)                             # (m, n)
     jacobian = torch.diag_embed(weights) - weights[:, :, None] * weights[:, None, :]  # (m, n, n)
     query_jacobian = jacobian @ keys / scale                            # (m, n, d) ∂α/∂q
+    jacobian_norms = softmax_jacobian_norm(weights)                     # (m,)
+    query_gradients = query_jacobian.flatten(1).norm(dim=-1)            # (m,)
     return {"score_std": scores.std().item(), "weights": weights,
             "entropy": attention_entropy(weights).mean().item(),
             "max_weight": weights.max(dim=-1).values.mean().item(),
             "live_keys": (weights >= LIVE_WEIGHT).sum(dim=-1).float().mean().item(),
-            "jacobian_norm": softmax_jacobian_norm(weights).mean().item(),
-            "query_gradient": query_jacobian.flatten(1).norm(dim=-1).mean().item()}
+            "jacobian_norm": jacobian_norms.mean().item(),
+            "query_gradient": query_gradients.mean().item(),
+            "jacobian_norms": jacobian_norms, "query_gradients": query_gradients,
+            "median_query_gradient": query_gradients.median().item(),
+            "small_gradient_queries": int((query_gradients < SMALL_GRADIENT).sum())}
 
 
 # ----------------------------------------------------------------------------- explorers
@@ -202,11 +216,19 @@ class ScaleExplorer(BlittedExplorer):
 
     def describe(self, state) -> str:
         how = "q·k/√d" if state["scaled"] else "q·k"
-        n = self.keys.shape[0]
-        return (f"d = {state['d']}, scores {how}: score std {state['score_std']:.2f} "
+        n, m = self.keys.shape[0], self.queries.shape[0]
+        weights_0 = state["weights"][0]                                             # (n,)
+        return (f"d = {state['d']}, scores {how} &nbsp;·&nbsp; <b>query 0</b> (the bars): "
+                f"largest weight {weights_0.max().item():.2f} "
+                f"&nbsp;·&nbsp; live keys {int((weights_0 >= LIVE_WEIGHT).sum())} of {n} "
+                f"&nbsp;·&nbsp; ‖∂α/∂scores‖ {state['jacobian_norms'][0].item():.3f} "
+                f"&nbsp;·&nbsp; ‖∂α/∂q‖ {state['query_gradients'][0].item():.3f}"
+                f"<br><b>all {m} queries:</b> score std {state['score_std']:.2f} "
                 f"&nbsp;·&nbsp; mean entropy {state['entropy']:.2f} of {math.log(n):.2f} nats "
                 f"&nbsp;·&nbsp; mean largest weight {state['max_weight']:.2f} "
-                f"&nbsp;·&nbsp; live keys (weight ≥ {LIVE_WEIGHT:g}) "
+                f"&nbsp;·&nbsp; mean live keys (weight ≥ {LIVE_WEIGHT:g}) "
                 f"{state['live_keys']:.1f} of {n} "
-                f"&nbsp;·&nbsp; ‖∂α/∂scores‖ {state['jacobian_norm']:.3f} "
-                f"&nbsp;·&nbsp; ‖∂α/∂q‖ {state['query_gradient']:.3f}")
+                f"&nbsp;·&nbsp; mean ‖∂α/∂scores‖ {state['jacobian_norm']:.3f} "
+                f"&nbsp;·&nbsp; ‖∂α/∂q‖ mean {state['query_gradient']:.3f}, "
+                f"median {state['median_query_gradient']:.2g}, "
+                f"below {SMALL_GRADIENT:g} for {state['small_gradient_queries']} of {m}")
