@@ -85,3 +85,16 @@ def test_compare_maps_draws_one_panel_per_model():
             compare_maps(READ, {})
     finally:
         plt.close(fig)
+
+
+def test_compare_maps_keeps_the_rows_in_line_when_a_map_has_no_eos():
+    # IBM Model 1's map has no <eos> row or column: its rows must stay level with the others'
+    fig = compare_maps(READ, {"with <eos>": torch.eye(7), "without": torch.eye(6)})
+    try:
+        with_eos, without = [ax for ax in fig.axes if ax.get_title()]
+        assert without.get_ylim() == with_eos.get_ylim() == (6.5, -0.5)
+        assert without.get_xlim() == with_eos.get_xlim() == (-0.5, 6.5)
+        fig.canvas.draw()
+        assert without.get_position().height == pytest.approx(with_eos.get_position().height)
+    finally:
+        plt.close(fig)

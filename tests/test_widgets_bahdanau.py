@@ -215,6 +215,11 @@ def test_gold_links_are_marked_on_the_map_of_the_reference(explorer):
     assert "step 2: strongest English word" in explorer.readout.value
     assert verdict in explorer.readout.value and "(gold: &#x27;home&#x27;)" in \
         explorer.readout.value
+    # punctuation rows are not scored (as in score_maps): no verdict on the "." row
+    explorer.controls["step"].value = 4                                  # "."
+    assert "punctuation: not scored" in explorer.readout.value
+    assert "✓ a gold link" not in explorer.readout.value
+    assert "✗ not a gold link" not in explorer.readout.value
     # a sentence without a reference: back to the translation, no marks
     explorer.controls["sentence"].value = "i lost my dog ."
     assert explorer.state["map_of"] == "translation"
