@@ -289,12 +289,20 @@ def press_slider_keys(page: Page, slider: Locator | str, key: str, times: int = 
 
 
 def wait_for_text_change(locator: Locator, old_text: str, timeout_ms: int = 5_000) -> str:
-    """Wait until ``locator``'s text differs from ``old_text``; return the new text."""
-    try:
-        expect(locator).not_to_have_text(old_text, timeout=timeout_ms)
-    except AssertionError:
-        raise AssertionError(f"text stayed {old_text!r} for {timeout_ms / 1000:.1f} s") from None
-    return locator.inner_text()
+    """Wait until ``locator``'s ``inner_text()`` differs from ``old_text``; return the new text.
+
+    Compared as ``inner_text()`` on both sides: Playwright's ``not_to_have_text`` reads the
+    text content, in which a ``<br>`` is no line break, so a readout of several lines would
+    count as changed at once.
+    """
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        text = locator.inner_text()
+        if text != old_text:
+            return text
+        if time.monotonic() > deadline:
+            raise AssertionError(f"text stayed {old_text!r} for {timeout_ms / 1000:.1f} s")
+        time.sleep(0.05)
 
 
 def save_screenshot(page: Page, artifacts_dir: pathlib.Path, name: str) -> pathlib.Path:
