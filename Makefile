@@ -39,15 +39,16 @@ lab: $(STAMP)
 # - lane 1: every unit, parity, grading and browser test, and the lessons under strict nbval;
 # - lane 2: the lessons once more under strict nbval on torch's generic CPU kernels and one
 #   thread, so an output that holds only with this machine's SIMD kernels (AVX-512 here, AVX2
-#   elsewhere) or thread count fails here, not on a student's machine; then the training tests
-#   (they train the book-sized models from scratch, one thread each), the exercise, feedback,
-#   export and workflow tests of the grader (subprocess-heavy) and the fresh-clone test (lesson 4
+#   elsewhere) or thread count fails here, not on a student's machine; then every test that
+#   grades in the sandbox and checks what it leaves behind (hostile, resume, exercise, feedback,
+#   export and workflow tests), one after another: the sandboxes of both lanes would share the
+#   sandbox uids, their process limit and the process table; and the fresh-clone test (lesson 4
 #   under nbval in a clone), so the lanes end at about one time.
 # Lane 2 writes to tests/artifacts/lane2.log, printed when both lanes are done; make test fails
 # if either lane fails. Each lane ends with its slowest tests (--durations).
 # With ARGS, only the selected tests run, in one lane.
 OTHER_CPU := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-LANE2_TESTS := tests/test_training_bahdanau.py tests/test_training_transformer.py \
+LANE2_TESTS := tests/test_grading_hostile.py tests/test_grading_resume.py \
                tests/test_exercises.py tests/test_feedback_diagnoses.py \
                tests/test_grading_lms_export.py tests/test_grading_workflow.py \
                tests/test_fresh_clone.py

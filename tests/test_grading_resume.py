@@ -26,7 +26,7 @@ import pytest
 from conftest import REPO
 from grading_fixtures.hostile import (ASSIGNMENT, COLUMNS, GOOD, SECURITY_ENV, WRONG, dump,
                                       with_answers)
-from test_grading_hostile import sandbox_processes
+from test_grading_hostile import lasting_sandbox_processes
 
 STUDENTS = 15
 INTERRUPT_AFTER = 3                  # done submissions before Ctrl-C
@@ -90,7 +90,7 @@ def test_ctrl_c_then_rerun_loses_nothing_and_grades_nothing_twice():
         assert process.returncode != 0, "the interrupt came too late: every submission was done"
         assert "interrupted" in stderr and "Run autograde again" in stderr, stderr[-2000:]
         time.sleep(1)                         # bwrap's --die-with-parent is asynchronous
-        assert sandbox_processes() == []
+        assert lasting_sandbox_processes() == []
         with contextlib.closing(sqlite3.connect(course / "gradebook.db")) as connection:
             journal = connection.execute("PRAGMA journal_mode").fetchone()[0]
         assert journal == "delete", "the interrupted run left the write-ahead log on"
