@@ -59,3 +59,18 @@ def artifacts_dir(request) -> pathlib.Path:
     path = ARTIFACTS / request.node.name.replace("/", "_").replace("[", "_").replace("]", "")
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_intra_op_thread(request):
+    """For a test module that sets ``ONE_INTRA_OP_THREAD = True``: torch uses one intra-op thread
+    while the module runs (its results then do not depend on the thread count of the lane)."""
+    if not getattr(request.module, "ONE_INTRA_OP_THREAD", False):
+        yield
+        return
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)

@@ -12,7 +12,6 @@ range, and the mean BLEU (book's definition, k=2) of the four sentences >= 0.75.
 """
 
 import pytest
-import torch
 
 from utils.bleu import bleu
 from utils.seq2seq import BahdanauConfig, train_or_load_bahdanau
@@ -22,14 +21,9 @@ SENTENCES = [("go .", "va !"), ("i lost .", "j'ai perdu ."), ("he's calm .", "il
              ("i'm home .", "je suis chez moi .")]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One intra-op thread for the whole module, training and decoding alike, whichever lane of
-    `make test` runs it (training uses one thread anyway)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+# One intra-op thread for the whole module, training and decoding alike, whichever lane of
+# `make test` runs it (tests/conftest.py).
+ONE_INTRA_OP_THREAD = True
 
 
 @pytest.fixture(scope="module")

@@ -16,14 +16,9 @@ from utils.transformer import (DEMO_CONFIG, TEST_PAIRS, TransformerConfig, atten
                                causal_demo_runs, train_or_load_transformer)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One intra-op thread for the whole module, training and decoding alike, whichever lane of
-    `make test` runs it (training uses one thread anyway)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+# One intra-op thread for the whole module, training and decoding alike, whichever lane of
+# `make test` runs it (tests/conftest.py).
+ONE_INTRA_OP_THREAD = True
 
 
 @pytest.fixture(scope="module")
