@@ -43,7 +43,7 @@ lab: $(STAMP)
 #   grades in the sandbox and checks what it leaves behind (hostile, resume, exercise, feedback,
 #   export and workflow tests), one after another: the sandboxes of both lanes would share the
 #   sandbox uids, their process limit and the process table; and the fresh-clone test (lesson 4
-#   under nbval in a clone), so the lanes end at about one time.
+#   under nbval in a clone) and the Transformer's training test, so the lanes end at about one time.
 # Lane 2 writes to tests/artifacts/lane2.log, printed when both lanes are done; make test fails
 # if either lane fails. Each lane ends with its slowest tests (--durations).
 # With ARGS, only the selected tests run, in one lane.
@@ -51,7 +51,7 @@ OTHER_CPU := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 LANE2_TESTS := tests/test_grading_hostile.py tests/test_grading_resume.py \
                tests/test_exercises.py tests/test_feedback_diagnoses.py \
                tests/test_grading_lms_export.py tests/test_grading_workflow.py \
-               tests/test_fresh_clone.py
+               tests/test_fresh_clone.py tests/test_training_transformer.py
 LANE2_LOG := tests/artifacts/lane2.log
 
 test: $(STAMP)
