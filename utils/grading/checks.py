@@ -34,6 +34,94 @@ def check_defined(name: str, namespace: dict, hint: str = "") -> object:
     return namespace[name]
 
 
+# --- Predictions ----------------------------------------------------------------------------
+# A predict item's visible checks only see that each prediction is committed and well-formed
+# (``prediction``); the truth is computed in the hidden tests, which compare with
+# ``judge_prediction`` and print the reveal with ``reveal``: the student reads both in the
+# feedback after grading, never before committing.
+
+_FORMS = ("number", "int", "shape", "bool")
+
+
+def prediction(name: str, namespace: dict, form: str = "number"):
+    """The committed prediction ``namespace[name]`` in its form, or a failure saying what is
+    missing: "number" (a float), "int", "shape" (a tuple of ints) or "bool"."""
+    if form not in _FORMS:
+        raise ValueError(f"form must be one of {_FORMS}, got {form!r}")
+    value = check_defined(name, namespace, "set it in your prediction cell, before running "
+                                           "anything below")
+    if value is None or value is Ellipsis:
+        raise AssertionError(f"{name} is not set yet: write your prediction in its cell")
+    if form == "bool":
+        if not isinstance(value, bool):
+            raise AssertionError(f"{name} must be True or False, got {value!r}")
+        return value
+    if form == "shape":
+        try:
+            shape = tuple(value)
+        except TypeError:
+            raise AssertionError(f"{name} must be a shape, a tuple of ints such as (2, 3), got "
+                                 f"{value!r}") from None
+        if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+            raise AssertionError(f"{name} must be a tuple of sizes (ints >= 0), got {value!r}")
+        return shape
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not (
+            isinstance(value, torch.Tensor) and value.numel() == 1):
+        raise AssertionError(f"{name} must be a number, got {value!r}")
+    number = float(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        raise AssertionError(f"{name} must be a finite number, got {value!r}")
+    if form == "int":
+        if number != int(number):
+            raise AssertionError(f"{name} must be a whole number, got {value!r}")
+        return int(number)
+    return number
+
+
+def judge_prediction(name: str, predicted, truth, atol: float = 0.0, rtol: float = 0.0,
+                     mistakes=None) -> None:
+    """For the hidden tests: fail unless ``predicted`` is within ``atol + rtol·|truth|`` of
+    ``truth`` (a shape: equal). A failure names a known mistake (``mistakes`` maps a message to
+    the value that mistake predicts) or says how far off the prediction is, never the value."""
+    if isinstance(truth, tuple):
+        if tuple(predicted) == truth:
+            return
+        for message, wrong in (mistakes or {}).items():
+            if tuple(predicted) == tuple(wrong) and tuple(wrong) != truth:
+                raise AssertionError(f"{name}: {message}")
+        axes = [i for i, (p, t) in enumerate(zip(predicted, truth)) if p != t]
+        where = (f"{len(predicted)} axes where the shape has {len(truth)}"
+                 if len(predicted) != len(truth) else f"axis {axes[0]} is wrong")
+        raise AssertionError(f"{name}: not the shape: {where}")
+    predicted, truth = float(predicted), float(truth)
+    if abs(predicted - truth) <= atol + rtol * abs(truth):
+        return
+    for message, wrong in (mistakes or {}).items():
+        wrong = float(wrong)
+        if abs(wrong - truth) > atol + rtol * abs(truth) and \
+                abs(predicted - wrong) <= max(atol + rtol * abs(wrong), 1e-9 * abs(wrong)):
+            raise AssertionError(f"{name}: {message}")
+    off = predicted - truth
+    relative = f" ({abs(off) / abs(truth):.0%} of the true value)" if truth else ""
+    raise AssertionError(f"{name}: off by {off:+.4g}{relative}; the tolerance is "
+                         f"{atol + rtol * abs(truth):.3g}")
+
+
+def reveal(text: str) -> None:
+    """For the hidden tests: print how to see a prediction's true value (shown in the feedback
+    after grading, never to a student before submitting)."""
+    print(f"see for yourself: {text}")
+
+
+def not_allowed_line(modules=FORBIDDEN_MODULES, names=FORBIDDEN_NAMES) -> str:
+    """The sentence every exercise text shows when its checks call ``check_plain_torch`` with
+    these lists: the names that give the exercise 0 points when the answer uses them."""
+    listed = ", ".join(f"`{m}`" for m in modules)
+    functions = ", ".join(f"`{n}`" for n in names)
+    return (f"**Not allowed** (an answer that uses one of these gets 0 points for this "
+            f"exercise): the modules {listed}; the functions {functions}.")
+
+
 def check_tensor(x, what: str) -> torch.Tensor:
     """Fail unless ``x`` is a floating-point torch tensor."""
     if not isinstance(x, torch.Tensor):

@@ -6,7 +6,8 @@
     feedback   HTML per student, without the code of hidden tests
     export     CSV, one row per student: per graded cell (nbgrader), or for Canvas or Moodle
     init       only write <course>/nbgrader_config.py
-    table      every lesson's exercises: kind, points and named checks (markdown)
+    table      every lesson's exercises: kind, strict reading, bug class, points and named
+               checks (markdown)
     lab        open JupyterLab in the course directory (formgrader: manual grading)
 """
 
@@ -157,9 +158,7 @@ def cmd_table(args) -> int:
     from utils.grading import exercise_table
     chapters = course_mod.default_chapters_dir()
     print(exercise_table.markdown_table(chapters))
-    broken = [f"{d.name}: {p}" for d in sorted(chapters.glob("*/"))
-              if (d / "exercises.ipynb").exists()
-              for p in exercise_table.problems(exercise_table.items(d))]
+    broken = exercise_table.course_problems(chapters)
     for line in broken:
         print(f"rule broken: {line}", file=sys.stderr)
     return 1 if broken else 0

@@ -1,9 +1,11 @@
 """The instructor's table of every lesson's exercises: kind, points and named checks.
 
 Read statically from the instructor notebooks (nothing runs): an autograded test cell's kind,
-points and checks come from its ``checks.Rubric(name, points=..., kind=...)`` call and its
+reading, bug class, points and checks come from its
+``checks.Rubric(name, points=..., kind=..., reading=..., bug=...)`` call and its
 ``rubric.check(name, points)`` calls; a manually graded answer's kind from the cell's
-``exercise_kind`` metadata ("written" or "figure").
+``exercise_kind`` metadata ("written" or "figure"). Transfer is counted by the strict
+``reading`` (see ``utils.grading.rubric``), not by the format.
 """
 
 import ast
@@ -12,7 +14,7 @@ from typing import NamedTuple
 
 import nbformat
 
-from utils.grading.rubric import KINDS, MANUAL_KINDS, TRANSFER_KINDS
+from utils.grading.rubric import KINDS, MANUAL_KINDS, READINGS
 
 
 class Item(NamedTuple):
@@ -22,6 +24,8 @@ class Item(NamedTuple):
     kind: str
     points: float
     checks: tuple        # (name, points) of an autograded item; () for a manual one
+    reading: str = ""    # copy, adapt or transfer (autograded items)
+    bug: str = ""        # the planted bug's class (find-and-fix items)
 
 
 def _nbgrader(cell) -> dict:
@@ -33,14 +37,15 @@ def _constant(node):
 
 
 def rubric_of(source: str):
-    """(kind, points, [(check name, points)]) of a test cell's rubric, or None without one."""
+    """(kind, points, [(check name, points)], reading, bug) of a test cell's rubric, or None
+    without one."""
     from utils.grading.feedback import split_hidden
     visible = split_hidden(source)[0]
     try:
         tree = ast.parse(visible)
     except SyntaxError:
         return None
-    kind = points = None
+    kind = points = reading = bug = None
     named = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
@@ -48,12 +53,13 @@ def rubric_of(source: str):
         keywords = {k.arg: _constant(k.value) for k in node.keywords}
         if node.func.attr == "Rubric":
             kind, points = keywords.get("kind"), keywords.get("points")
+            reading, bug = keywords.get("reading"), keywords.get("bug")
         elif node.func.attr == "check" and len(node.args) == 2:
             named.append((_constant(node.args[0]), _constant(node.args[1])))
     if kind is None:
         return None
     named.sort(key=lambda pair: _line_of(visible, pair[0]))
-    return kind, points, named
+    return kind, points, named, reading or "", bug or ""
 
 
 def _line_of(source: str, text) -> int:
@@ -73,9 +79,9 @@ def items(chapter_dir: pathlib.Path) -> list:
             continue
         if cell.cell_type == "code" and not meta.get("solution"):
             rubric = rubric_of(cell.source)
-            kind, points, named = rubric if rubric else ("unmarked", meta["points"], [])
+            kind, _, named, reading, bug = rubric or ("unmarked", meta["points"], [], "", "")
             found.append(Item(chapter_dir.name, meta["grade_id"], title, kind,
-                              float(meta["points"]), tuple(named)))
+                              float(meta["points"]), tuple(named), reading, bug))
         elif cell.cell_type == "markdown" and meta.get("solution"):
             found.append(Item(chapter_dir.name, meta["grade_id"], title,
                               cell.metadata.get("exercise_kind", "unmarked"),
@@ -90,6 +96,10 @@ def problems(chapter_items: list) -> list:
     for item in chapter_items:
         if item.kind == "unmarked" or item.kind not in KINDS + MANUAL_KINDS:
             found.append(f"{item.grade_id}: no known kind ({item.kind})")
+        if item.kind in KINDS and item.reading not in READINGS:
+            found.append(f"{item.grade_id}: no strict reading (reading= one of {READINGS})")
+        if item.kind == "find-and-fix" and not item.bug:
+            found.append(f"{item.grade_id}: a find-and-fix item without its bug class (bug=)")
         if item.kind in KINDS:
             total = sum(p for _, p in item.checks)
             if len(item.checks) < 2:
@@ -98,7 +108,7 @@ def problems(chapter_items: list) -> list:
                 found.append(f"{item.grade_id}: checks add up to {total}, the cell has "
                              f"{item.points} points")
     points = sum(i.points for i in auto)
-    transfer = sum(i.points for i in auto if i.kind in TRANSFER_KINDS)
+    transfer = sum(i.points for i in auto if i.reading == "transfer")
     if not points or transfer / points < 0.6:
         found.append(f"transfer items hold {transfer:g} of {points:g} autograded points "
                      f"(at least 60 % needed)")
@@ -108,20 +118,36 @@ def problems(chapter_items: list) -> list:
     return found
 
 
+def course_problems(chapters: pathlib.Path) -> list:
+    """Every chapter's problems, "chapter: problem", and a bug class that two items share."""
+    found, seen = [], {}
+    for chapter_dir in sorted(p.parent for p in chapters.glob("*/exercises.ipynb")):
+        chapter_items = items(chapter_dir)
+        found += [f"{chapter_dir.name}: {p}" for p in problems(chapter_items)]
+        for item in chapter_items:
+            if item.bug and item.bug in seen:
+                found.append(f"{chapter_dir.name}: {item.grade_id}: bug class {item.bug!r} "
+                             f"repeats {seen[item.bug]}")
+            elif item.bug:
+                seen[item.bug] = f"{chapter_dir.name}/{item.grade_id}"
+    return found
+
+
 def markdown_table(chapters: pathlib.Path) -> str:
     """One row per graded item of every chapter, then a per-lesson summary line."""
-    lines = ["| lesson | exercise | kind | points | checks (points) |",
-             "|---|---|---|---|---|"]
+    lines = ["| lesson | exercise | kind | reading | bug class | points | checks (points) |",
+             "|---|---|---|---|---|---|---|"]
     for chapter_dir in sorted(p.parent for p in chapters.glob("*/exercises.ipynb")):
         chapter_items = items(chapter_dir)
         number = chapter_dir.name.split("_")[0]
         for item in chapter_items:
             named = "; ".join(f"{name} ({p:g})" for name, p in item.checks) or "by the instructor"
-            lines.append(f"| {number} | {item.title} | {item.kind} | {item.points:g} | {named} |")
+            lines.append(f"| {number} | {item.title} | {item.kind} | {item.reading or '—'} | "
+                         f"{item.bug or '—'} | {item.points:g} | {named} |")
         auto = [i for i in chapter_items if i.kind not in MANUAL_KINDS]
         points = sum(i.points for i in auto)
-        transfer = sum(i.points for i in auto if i.kind in TRANSFER_KINDS)
+        transfer = sum(i.points for i in auto if i.reading == "transfer")
         share = f"{100 * transfer / points:.0f} %" if points else "—"
         lines.append(f"| {number} | **autograded: {points:g} points, transfer {transfer:g} "
-                     f"({share})** | | | |")
+                     f"({share})** | | | | | |")
     return "\n".join(lines)

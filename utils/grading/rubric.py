@@ -8,18 +8,32 @@ number it displays as partial credit. When every check fails the cell raises ins
 student sees an error (and the grade is 0 either way).
 
 Checks are independent: each one calls the student's code again, so a crash in one (a hidden
-edge case, a NotImplementedError) does not hide the others. Kinds (for the instructor's table,
-``python -m utils.grading table``): ``variant`` (implement a case no lesson cell shows),
-``find-and-fix``, ``predict`` (a number or shape committed before running) and ``practice``
-(re-uses a lesson cell closely). The first three count as transfer.
+edge case, a NotImplementedError) does not hide the others.
+
+Labels, for the instructor's table (``python -m utils.grading table``):
+- ``kind``, the item's format: ``variant`` (implement a case), ``find-and-fix`` (a planted bug),
+  ``predict`` (a number or shape committed before running) or ``practice``;
+- ``reading``, what the item asks of a student, read strictly: ``copy`` (re-type a lesson
+  cell), ``adapt`` (a lesson cell with a small change, or a formula the exercise gives) or
+  ``transfer`` (apply the idea to a case no lesson cell shows). Only ``transfer`` counts as
+  transfer, whatever the format;
+- ``bug``, for a find-and-fix item only: the class of the planted bug (kebab-case), so the table
+  can refuse a class that two lessons share.
+
+A predict item's truth lives in the hidden tests: run by the student (no hidden tests, not in
+grading mode), its visible checks only see that each prediction is committed and well-formed, and
+``result`` says so instead of claiming points.
 """
 
 import contextlib
 import re
 
+from utils.grading import in_grading_mode
+
 KINDS = ("variant", "find-and-fix", "predict", "practice")
-TRANSFER_KINDS = ("variant", "find-and-fix", "predict")
+READINGS = ("copy", "adapt", "transfer")
 MANUAL_KINDS = ("written", "figure")
+_BUG_CLASS = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 
 # Raw PyTorch messages of typical shape mistakes -> what the student most likely did.
 _RAW_ERRORS = (
@@ -60,10 +74,19 @@ def _is_graders_own(error: BaseException) -> bool:
 class Rubric:
     """Named checks sharing ``points``; see the module docstring."""
 
-    def __init__(self, exercise: str, points: float, kind: str):
+    def __init__(self, exercise: str, points: float, kind: str, reading: str = None,
+                 bug: str = None):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        if reading is not None and reading not in READINGS:
+            raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
+        if bug is not None and kind != "find-and-fix":
+            raise ValueError("only a find-and-fix item names a bug class (bug=...)")
+        if bug is not None and not _BUG_CLASS.fullmatch(bug):
+            raise ValueError(f"bug must be a kebab-case class such as 'mask-after-softmax', "
+                             f"got {bug!r}")
         self.exercise, self.points, self.kind = exercise, float(points), kind
+        self.reading, self.bug = reading, bug
         self.results = []                 # (name, points, message or None)
 
     @contextlib.contextmanager
@@ -95,12 +118,22 @@ class Rubric:
                          + ("" if message is None else f"\n      -> {message}"))
         return "\n".join(lines)
 
+    def committed_report(self) -> str:
+        """What a student's own run of a predict item shows: nothing about right or wrong."""
+        names = "".join(f"\n  committed: {name}" for name, _, _ in self.results)
+        return (f"{self.exercise}: your {len(self.results)} predictions are committed and "
+                f"well-formed.{names}\nThey are graded after you submit: the feedback then says "
+                f"how far off each one is and shows how to see the true value.")
+
     def result(self) -> float:
         """Print the report and return the points earned (the cell's partial credit)."""
         total = sum(points for _, points, _ in self.results)
         if abs(total - self.points) > 1e-9:
             raise RuntimeError(f"grader bug: the checks of {self.exercise} add up to {total} "
                                f"points, the exercise has {self.points}")
+        if self.kind == "predict" and not in_grading_mode() and self.earned() == self.points:
+            print(self.committed_report())
+            return round(self.earned(), 6)
         print(self.report())
         if self.earned() == 0:
             failed = "; ".join(f"{name}: {message}" for name, _, message in self.results)
