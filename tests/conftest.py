@@ -74,3 +74,15 @@ def one_intra_op_thread(request):
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="session")
+def graded_class():
+    """The one grading run of every chapter's fixture submissions (the correct answers, the
+    second answers, the catalogued mistakes and the null submissions), shared by
+    tests/test_feedback_diagnoses.py and tests/test_null_submissions.py."""
+    import tempfile
+
+    from grading_fixtures.graded_class import grade_class
+    with tempfile.TemporaryDirectory(prefix="graded-class-") as tmp:
+        yield grade_class(pathlib.Path(tmp))

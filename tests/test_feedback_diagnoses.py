@@ -3,7 +3,9 @@
 For every chapter, one submission per mistake listed in tests/grading_fixtures/mistakes.py (the
 released notebook filled with the instructor's answers, one of them rewritten to make that
 mistake) and one fully correct submission go through the real CLI — release, collect, ONE
-autograde call for all chapters, feedback, export — in one course directory. Then:
+autograde call for all chapters, feedback, export — in one course directory, the session's
+``graded_class`` (tests/grading_fixtures/graded_class.py, shared with the null submissions of
+tests/test_null_submissions.py). Then:
 each wrong submission earns exactly the points its mistake leaves in that exercise (the
 checks it passes: partial credit) and nothing of the later exercises whose answers call the
 broken function (whose feedback then names that function as the cause), keeps all others, and
@@ -12,24 +14,17 @@ correct answers (``ALTERNATIVES``), earn every autograded point; no feedback pag
 hidden-test line.
 """
 
-import csv
-import os
 import pathlib
-import subprocess
-import sys
-import tempfile
 
 import nbformat
 import pytest
 
-from conftest import CHAPTERS, REPO
-from grading_fixtures.mistakes import ALTERNATIVES, MISTAKES, solution_sources, submission
+from conftest import CHAPTERS
+from grading_fixtures.graded_class import ASSIGNMENTS
+from grading_fixtures.mistakes import ALTERNATIVES, MISTAKES, solution_sources
+from grading_fixtures.null_submissions import NULL_KINDS
 
-# A development aid: FIXTURE_CHAPTERS=03_scoring_functions grades only that chapter.
-ASSIGNMENTS = sorted(a for a in MISTAKES if os.environ.get("FIXTURE_CHAPTERS", a) in (a, ""))
-CHAPTER_SPEC = os.environ.get("FIXTURE_CHAPTERS") or "all"
-CORRECT = "correct"
-ALTERNATIVE = "alternative"
+from grading_fixtures.graded_class import ALTERNATIVE, CORRECT
 
 
 def _nbgrader(cell) -> dict:
@@ -56,49 +51,11 @@ def page_text(path: pathlib.Path) -> str:
     return html_text(path.read_text(encoding="utf-8"))
 
 
-def run_cli(*args, course):
-    env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course))
-    result = subprocess.run([sys.executable, "-m", "utils.grading", *args, "--quiet"], cwd=REPO,
-                            env=env, capture_output=True, text=True, timeout=1200)
-    assert result.returncode == 0, (f"utils.grading {' '.join(args)} exited "
-                                    f"{result.returncode}:\n{result.stdout}\n{result.stderr[-3000:]}")
-    return result
-
-
 @pytest.fixture(scope="module")
-def graded():
-    """The course directory after grading every chapter's submissions, and the grades by
-    (assignment, student): {grade_id: score}."""
-    with tempfile.TemporaryDirectory(prefix="diagnoses-") as tmp:
-        course, inbox = pathlib.Path(tmp) / "course", pathlib.Path(tmp) / "inbox"
-        run_cli("release", "--chapter", CHAPTER_SPEC, course=course)
-        for assignment in ASSIGNMENTS:
-            released = nbformat.read(course / "release" / assignment / "exercises.ipynb",
-                                     as_version=4)
-            box = inbox / assignment
-            box.mkdir(parents=True)
-            nbformat.write(submission(released, instructor(assignment)), box / f"{CORRECT}.ipynb")
-            nbformat.write(submission(released, instructor(assignment),
-                                      alternatives=ALTERNATIVES[assignment]),
-                           box / f"{ALTERNATIVE}.ipynb")
-            for mistake in MISTAKES[assignment]:
-                nbformat.write(submission(released, instructor(assignment), mistake),
-                               box / f"{mistake.name}.ipynb")
-            run_cli("collect", str(box), "--chapter", assignment, course=course)
-        run_cli("autograde", "--chapter", CHAPTER_SPEC, "--timeout", "60", course=course)
-        run_cli("feedback", "--chapter", CHAPTER_SPEC, course=course)
-        run_cli("export", "--chapter", CHAPTER_SPEC, "--to", str(course / "grades.csv"),
-                course=course)
-        grades, names = {}, {_nbgrader(c).get("grade_id") for a in ASSIGNMENTS
-                             for c in instructor(a).cells}
-        for row in csv.DictReader(open(course / "grades.csv", encoding="utf-8")):
-            for column, value in row.items():
-                if ":" not in column and column in names and value not in ("", None):
-                    column = f"{ASSIGNMENTS[0]}:{column}"          # one chapter: no prefix
-                if ":" in column and value not in ("", None):
-                    assignment, grade_id = column.split(":", 1)
-                    grades.setdefault((assignment, row["student_id"]), {})[grade_id] = float(value)
-        yield course, grades
+def graded(graded_class):
+    """The course directory after grading every chapter's submissions (the session's one
+    grading run, tests/conftest.py), and the grades by (assignment, student): {grade_id: score}."""
+    return graded_class
 
 
 def test_every_autograded_exercise_has_two_diagnoses_in_visible_test_code():
@@ -216,7 +173,7 @@ def test_no_feedback_page_shows_a_hidden_test_line(graded):
             leaks = find_leaks(page.read_text(encoding="utf-8"), hidden)
             assert not leaks, f"{page.relative_to(course)} shows hidden test code: {leaks[:3]}"
             checked += 1
-    expected = sum(len(MISTAKES[a]) + 2 for a in ASSIGNMENTS)
+    expected = sum(len(MISTAKES[a]) + 2 + len(NULL_KINDS) for a in ASSIGNMENTS)
     assert checked == expected, f"{checked} feedback pages, expected {expected}"
 
 

@@ -1,0 +1,88 @@
+"""One grading run of every chapter's fixture submissions through the real CLI, shared by the
+tests that read its grades and feedback (tests/conftest.py's ``graded_class``).
+
+Per chapter: the instructor's answers (``correct``), the second correct answers
+(``alternative``), one submission per catalogued mistake (``mistakes.py``) and one per null
+submission (``null_submissions.py``: each must earn 0). Release, collect, ONE autograde for all
+chapters, feedback and export, in one course directory.
+"""
+
+import csv
+import os
+import pathlib
+import subprocess
+import sys
+
+import nbformat
+
+from grading_fixtures.mistakes import ALTERNATIVES, MISTAKES, submission
+from grading_fixtures.null_submissions import NULL_KINDS, null_submission
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+CHAPTERS = REPO / "chapters"
+# A development aid: FIXTURE_CHAPTERS=03_scoring_functions grades only that chapter.
+ASSIGNMENTS = sorted(a for a in MISTAKES if os.environ.get("FIXTURE_CHAPTERS", a) in (a, ""))
+CHAPTER_SPEC = os.environ.get("FIXTURE_CHAPTERS") or "all"
+CORRECT = "correct"
+ALTERNATIVE = "alternative"
+
+
+def null_student(kind: str) -> str:
+    return f"null-{kind}"
+
+
+def instructor(assignment: str):
+    return nbformat.read(CHAPTERS / assignment / "exercises.ipynb", as_version=4)
+
+
+def run_cli(*args, course):
+    env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course))
+    result = subprocess.run([sys.executable, "-m", "utils.grading", *args, "--quiet"], cwd=REPO,
+                            env=env, capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, (f"utils.grading {' '.join(args)} exited "
+                                    f"{result.returncode}:\n{result.stdout}\n{result.stderr[-3000:]}")
+    return result
+
+
+def _nbgrader(cell) -> dict:
+    return cell.metadata.get("nbgrader", {})
+
+
+def write_submissions(course: pathlib.Path, inbox: pathlib.Path, assignment: str) -> None:
+    """Every fixture submission of one chapter, collected into ``course``."""
+    released = nbformat.read(course / "release" / assignment / "exercises.ipynb", as_version=4)
+    teacher = instructor(assignment)
+    box = inbox / assignment
+    box.mkdir(parents=True)
+    nbformat.write(submission(released, teacher), box / f"{CORRECT}.ipynb")
+    nbformat.write(submission(released, teacher, alternatives=ALTERNATIVES[assignment]),
+                   box / f"{ALTERNATIVE}.ipynb")
+    for mistake in MISTAKES[assignment]:
+        nbformat.write(submission(released, teacher, mistake), box / f"{mistake.name}.ipynb")
+    for kind in NULL_KINDS:
+        nbformat.write(null_submission(released, teacher, kind),
+                       box / f"{null_student(kind)}.ipynb")
+    run_cli("collect", str(box), "--chapter", assignment, course=course)
+
+
+def grade_class(tmp: pathlib.Path):
+    """(course directory, {(assignment, student): {grade_id: score}}) after the whole run."""
+    course, inbox = tmp / "course", tmp / "inbox"
+    run_cli("release", "--chapter", CHAPTER_SPEC, course=course)
+    for assignment in ASSIGNMENTS:
+        write_submissions(course, inbox, assignment)
+    run_cli("autograde", "--chapter", CHAPTER_SPEC, "--timeout", "60", course=course)
+    run_cli("feedback", "--chapter", CHAPTER_SPEC, course=course)
+    run_cli("export", "--chapter", CHAPTER_SPEC, "--to", str(course / "grades.csv"),
+            course=course)
+    grades, names = {}, {_nbgrader(c).get("grade_id") for a in ASSIGNMENTS
+                         for c in instructor(a).cells}
+    with open(course / "grades.csv", encoding="utf-8") as table:
+        for row in csv.DictReader(table):
+            for column, value in row.items():
+                if ":" not in column and column in names and value not in ("", None):
+                    column = f"{ASSIGNMENTS[0]}:{column}"          # one chapter: no prefix
+                if ":" in column and value not in ("", None):
+                    assignment, grade_id = column.split(":", 1)
+                    grades.setdefault((assignment, row["student_id"]), {})[grade_id] = float(value)
+    return course, grades
