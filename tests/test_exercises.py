@@ -200,3 +200,68 @@ def test_grader_fetches_answer_names_a_test_cell_lists_in_a_tuple():
     code = compile('for name, n in (("entropy_at_4", 4), ("entropy_at_2", 2)):\n'
                    '    checks.check_defined(name, globals())\n', "<test>", "exec")
     assert {"entropy_at_4", "entropy_at_2", "checks"} <= loaded_names(code)
+
+
+def _plain_torch_lists(nb, call: "ast.Call"):
+    """The (modules, names) a check_plain_torch call forbids, its arguments evaluated from the
+    notebook's own assignments of them (checks.FORBIDDEN_* when not given)."""
+    import ast
+
+    from utils.grading import checks
+    assigned = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+                for target in node.targets:
+                    assigned[target.id] = node.value
+    namespace = {"checks": checks}
+    for name, value in assigned.items():
+        try:
+            namespace[name] = eval(compile(ast.Expression(value), "cell", "eval"), namespace)
+        except Exception:   # noqa: BLE001 - not a constant list: not needed here
+            pass
+    args = list(call.args[1:3])
+    keywords = {k.arg: k.value for k in call.keywords}
+    modules = args[0] if len(args) > 0 else keywords.get("forbidden_modules")
+    names = args[1] if len(args) > 1 else keywords.get("forbidden_names")
+    evaluate = (lambda node, default: default if node is None else
+                eval(compile(ast.Expression(node), "cell", "eval"), namespace))
+    return (evaluate(modules, checks.FORBIDDEN_MODULES), evaluate(names, checks.FORBIDDEN_NAMES))
+
+
+@pytest.mark.parametrize("index", range(len(EXERCISES)), ids=ASSIGNMENTS)
+def test_every_exercise_states_the_names_that_give_it_zero(index):
+    """Issue 33: an exercise whose checks call check_plain_torch lists, in its own text, every
+    module and function that gives it 0 points, in the one sentence every lesson uses
+    (checks.not_allowed_line)."""
+    import ast
+
+    from utils.grading import checks
+    from utils.grading.feedback import split_hidden
+    nb = nbformat.read(EXERCISES[index], as_version=4)
+    text, problems, seen = [], [], 0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            if cell.source.lstrip().startswith("## "):
+                text = []
+            text.append(cell.source)
+            continue
+        meta = _nbgrader(cell)
+        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+            continue
+        calls = [node for node in ast.walk(ast.parse(split_hidden(cell.source)[0]))
+                 if isinstance(node, ast.Call) and getattr(node.func, "attr", "") ==
+                 "check_plain_torch"]
+        for call in calls:
+            seen += 1
+            line = checks.not_allowed_line(*_plain_torch_lists(nb, call))
+            if line not in "\n".join(text):
+                problems.append(f"{meta['grade_id']}: the exercise's text lacks the line\n{line}")
+    assert not problems, f"{ASSIGNMENTS[index]}:\n" + "\n".join(sorted(set(problems)))
+    assert seen or "check_plain_torch" not in EXERCISES[index].read_text(encoding="utf-8")
