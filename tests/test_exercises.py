@@ -2,16 +2,13 @@
 
 For each chapters/NN_*/exercises.ipynb: the released student version holds no solution and no
 hidden-test text; autograded, the instructor version earns every autograded point and the
-untouched student version earns none, failing with NotImplementedError.
+untouched student version earns none, failing with NotImplementedError. The grading is the
+session's one run of every fixture submission (tests/conftest.py ``graded_class``).
 (tests/test_grading_workflow.py runs lesson 1's synthetic class through the whole workflow.)
 """
 
-import csv
 import os
 import pathlib
-import subprocess
-import sys
-import tempfile
 
 import nbformat
 import pytest
@@ -65,32 +62,11 @@ def visible_lines(path: pathlib.Path) -> set:
     return lines
 
 
-def run_cli(*args, course):
-    env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course))
-    result = subprocess.run([sys.executable, "-m", "utils.grading", *args, "--quiet"], cwd=REPO,
-                            env=env, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, (f"utils.grading {' '.join(args)} exited "
-                                    f"{result.returncode}:\n{result.stdout}\n{result.stderr[-3000:]}")
-    return result
-
-
 @pytest.fixture(scope="module")
-def course():
-    with tempfile.TemporaryDirectory(prefix="exercises-") as tmp:
-        course, inbox = pathlib.Path(tmp) / "course", pathlib.Path(tmp) / "inbox"
-        run_cli("release", "--chapter", os.environ.get("FIXTURE_CHAPTERS") or "all", course=course)
-        for assignment, instructor in zip(ASSIGNMENTS, EXERCISES):
-            box = inbox / assignment
-            box.mkdir(parents=True)
-            (box / "instructor.ipynb").write_bytes(instructor.read_bytes())
-            (box / "student.ipynb").write_bytes(
-                (course / "release" / assignment / "exercises.ipynb").read_bytes())
-            run_cli("collect", str(box), "--chapter", assignment, course=course)
-        run_cli("autograde", "--chapter", os.environ.get("FIXTURE_CHAPTERS") or "all", "--timeout", "60", course=course)
-        for assignment in ASSIGNMENTS:
-            run_cli("export", "--chapter", assignment, "--to",
-                    str(course / f"{assignment}.csv"), course=course)
-        yield course
+def course(graded_class):
+    """The course directory of the session's one grading run (tests/conftest.py): it holds the
+    instructor notebook submitted as it is and the released notebook untouched."""
+    return graded_class[0]
 
 
 def test_every_lesson_has_exercises_with_three_autograded_and_one_written():
@@ -122,18 +98,20 @@ def test_released_version_has_no_solutions_or_hidden_tests(course, index):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(EXERCISES)), ids=ASSIGNMENTS)
-def test_instructor_full_marks_student_version_zero(course, index):
+def test_instructor_full_marks_student_version_zero(graded_class, index):
+    from grading_fixtures.graded_class import INSTRUCTOR, null_student
+    course, grades = graded_class
     assignment = ASSIGNMENTS[index]
     points = autograded_points(EXERCISES[index])
-    rows = {row["student_id"]: row for row in csv.DictReader(open(course / f"{assignment}.csv"))}
+    untouched = null_student("untouched")
     for grade_id, maximum in points.items():
-        assert float(rows["instructor"][grade_id]) == maximum, (
-            f"{assignment}: instructor version earns {rows['instructor'][grade_id]} of "
-            f"{maximum} on {grade_id}")
-        assert float(rows["student"][grade_id]) == 0, (
-            f"{assignment}: untouched student version earns {rows['student'][grade_id]} "
-            f"on {grade_id}")
-    student = nbformat.read(course / "autograded" / "student" / assignment / "exercises.ipynb",
+        assert grades[(assignment, INSTRUCTOR)].get(grade_id) == maximum, (
+            f"{assignment}: instructor version earns "
+            f"{grades[(assignment, INSTRUCTOR)].get(grade_id)} of {maximum} on {grade_id}")
+        assert not grades[(assignment, untouched)].get(grade_id), (
+            f"{assignment}: untouched student version earns "
+            f"{grades[(assignment, untouched)].get(grade_id)} on {grade_id}")
+    student = nbformat.read(course / "autograded" / untouched / assignment / "exercises.ipynb",
                             as_version=4)
     errors = [f"{o.ename}: {o.evalue}" for c in student.cells if c.cell_type == "code"
               for o in c.get("outputs", []) if o.output_type == "error"]
@@ -202,7 +180,7 @@ def test_grader_fetches_answer_names_a_test_cell_lists_in_a_tuple():
     assert {"entropy_at_4", "entropy_at_2", "checks"} <= loaded_names(code)
 
 
-def _plain_torch_lists(nb, call: "ast.Call"):
+def _plain_torch_lists(nb, call):
     """The (modules, names) a check_plain_torch call forbids, its arguments evaluated from the
     notebook's own assignments of them (checks.FORBIDDEN_* when not given)."""
     import ast

@@ -173,7 +173,7 @@ def test_no_feedback_page_shows_a_hidden_test_line(graded):
             leaks = find_leaks(page.read_text(encoding="utf-8"), hidden)
             assert not leaks, f"{page.relative_to(course)} shows hidden test code: {leaks[:3]}"
             checked += 1
-    expected = sum(len(MISTAKES[a]) + 2 + len(NULL_KINDS) for a in ASSIGNMENTS)
+    expected = sum(len(MISTAKES[a]) + 3 + len(NULL_KINDS) for a in ASSIGNMENTS)
     assert checked == expected, f"{checked} feedback pages, expected {expected}"
 
 

@@ -1,8 +1,8 @@
 """One grading run of every chapter's fixture submissions through the real CLI, shared by the
 tests that read its grades and feedback (tests/conftest.py's ``graded_class``).
 
-Per chapter: the instructor's answers (``correct``), the second correct answers
-(``alternative``), one submission per catalogued mistake (``mistakes.py``) and one per null
+Per chapter: the instructor notebook itself (``instructor``), the released notebook with the
+instructor's answers (``correct``), the second correct answers (``alternative``), one submission per catalogued mistake (``mistakes.py``) and one per null
 submission (``null_submissions.py``: each must earn 0). Release, collect, ONE autograde for all
 chapters, feedback and export, in one course directory.
 """
@@ -25,6 +25,7 @@ ASSIGNMENTS = sorted(a for a in MISTAKES if os.environ.get("FIXTURE_CHAPTERS", a
 CHAPTER_SPEC = os.environ.get("FIXTURE_CHAPTERS") or "all"
 CORRECT = "correct"
 ALTERNATIVE = "alternative"
+INSTRUCTOR = "instructor"
 
 
 def null_student(kind: str) -> str:
@@ -54,6 +55,8 @@ def write_submissions(course: pathlib.Path, inbox: pathlib.Path, assignment: str
     teacher = instructor(assignment)
     box = inbox / assignment
     box.mkdir(parents=True)
+    (box / f"{INSTRUCTOR}.ipynb").write_bytes((CHAPTERS / assignment / "exercises.ipynb")
+                                              .read_bytes())
     nbformat.write(submission(released, teacher), box / f"{CORRECT}.ipynb")
     nbformat.write(submission(released, teacher, alternatives=ALTERNATIVES[assignment]),
                    box / f"{ALTERNATIVE}.ipynb")
