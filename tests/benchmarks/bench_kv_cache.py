@@ -12,7 +12,10 @@ With a model of lesson 8's shape (random weights, room for 512 positions), on on
    and four heads, every width 4, a vocabulary of 4), whose arithmetic is negligible;
 4. measured times with and without the cache, beside the ideal ones, the measured and the ideal
    speed-up, and the speed-up predicted by m fixed costs plus the ideal cached time;
-5. 511 tokens with the cache for batches of prompts: time per sequence and the speed-up per
+5. the same for the static cache (``utils.static_cache``: preallocated, written in place, no
+   checks inside the loop): its fixed cost per step (the bare model again), its times and its
+   speed-up, and whether it gives the same tokens as the plain cache and no cache;
+6. 511 tokens with the cache for batches of prompts: time per sequence and the speed-up per
    sequence against one uncached sequence.
 
 Every time is the median of ``--repeats`` runs taken in turns after a warm-up
@@ -28,6 +31,7 @@ from tests.benchmarks.common import git_revision, machine, print_table
 from utils.costs import generation_flops, median_times
 from utils.language_model import DecoderOnlyConfig, DecoderOnlyLM, generate
 from utils.lm_training import LESSON_LM, lm_vocab
+from utils.static_cache import generate_static
 
 LENGTHS = (32, 64, 128, 256, 511)
 
@@ -66,10 +70,13 @@ def main(argv=None) -> int:
         jobs["cached", m] = lambda m=m: generate(model, start, m, greedy=True)
         jobs["uncached", m] = lambda m=m: generate(model, start, m, greedy=True, use_cache=False)
         jobs["bare", m] = lambda m=m: generate(bare, start, m, greedy=True)
+        jobs["static", m] = lambda m=m: generate_static(model, start, m, greedy=True)
+        jobs["bare static", m] = lambda m=m: generate_static(bare, start, m, greedy=True)
     runs = median_times(jobs, repeats=args.repeats)
     rate = (generation_flops(32, 1, **shape, use_cache=True, batch=64)["total"]
             / runs["block"]["median"])
     overhead = runs["bare", 511]["median"] / 511
+    static_overhead = runs["bare static", 511]["median"] / 511
     ideal = {key: count["total"] / rate for key, count in counts.items()}
     print(f"\nmedians of {args.repeats} runs in turns, one thread, ms (fastest-slowest)")
     print(f"arithmetic rate: {rate / 1e9:.1f} GFLOP/s (64 x 32 forward pass: "
@@ -90,6 +97,26 @@ def main(argv=None) -> int:
         previous = uncached["median"]
     print_table(["m", "cached ms", "ideal", "uncached ms", "ideal", "uncached / ideal",
                  "speed-up", "ideal", "m x fixed + ideal", "uncached / previous m"], rows)
+
+    print(f"\nstatic cache (preallocated, written in place): fixed cost of a step, bare model: "
+          f"{1e3 * static_overhead:.2f} ms at 511 steps ({static_overhead / overhead:.2f} of the "
+          f"plain cache's {1e3 * overhead:.2f} ms); per step at "
+          + ", ".join(f"{m}: {1e3 * runs['bare static', m]['median'] / m:.2f}" for m in LENGTHS))
+    same = all(torch.equal(generate_static(model, start, m, greedy=True),
+                           generate(model, start, m, greedy=True)) and
+               torch.equal(generate_static(model, start, m, greedy=True),
+                           generate(model, start, m, greedy=True, use_cache=False))
+               for m in (32, 511))
+    print(f"same tokens as the plain cache and as no cache (32 and 511 tokens): {same}")
+    print_table(["m", "static ms", "plain cache ms", "uncached ms", "static speed-up",
+                 "plain speed-up", "ideal", "m x fixed + ideal"],
+                [[m, spread(runs["static", m]), spread(runs["cached", m]),
+                  spread(runs["uncached", m]),
+                  f"{runs['uncached', m]['median'] / runs['static', m]['median']:.1f}x",
+                  f"{runs['uncached', m]['median'] / runs['cached', m]['median']:.1f}x",
+                  f"{ideal['uncached', m] / ideal['cached', m]:.0f}x",
+                  f"{runs['uncached', m]['median'] / (m * static_overhead + ideal['cached', m]):.1f}x"]
+                 for m in LENGTHS])
 
     batch_runs = median_times({b: lambda b=b: generate(model, start.repeat(b, 1), 511, greedy=True)
                                for b in args.batches}, repeats=args.repeats)
