@@ -1,6 +1,7 @@
 """Benchmark — lesson 8's key/value cache: measured generation time against the ideal one.
 
     .venv/bin/python -m tests.benchmarks.bench_kv_cache [--repeats 7] [--batches 1 8 64]
+                                                         [--write assets/benchmarks/kv_cache.json]
 
 With a model of lesson 8's shape (random weights, room for 512 positions), on one thread:
 
@@ -19,11 +20,16 @@ With a model of lesson 8's shape (random weights, room for 512 positions), on on
    sequence against one uncached sequence.
 
 Every time is the median of ``--repeats`` runs taken in turns after a warm-up
-(``utils.costs.median_times``), with the fastest and slowest.
+(``utils.costs.median_times``), with the fastest and slowest. ``--write`` also saves every
+measured time (median, fastest, slowest), the counts and the machine as JSON: lesson 8 shows that
+file's sweep beside a quick cell that re-measures one length on the student's machine.
 """
 
 import argparse
 import dataclasses
+import datetime
+import json
+import pathlib
 
 import torch
 
@@ -44,6 +50,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 64])
+    parser.add_argument("--write", type=pathlib.Path, help="also save the figures as JSON here")
     args = parser.parse_args(argv)
     print(f"# Key/value cache — {machine()} — rev {git_revision()}")
     vocab_size = len(lm_vocab(LESSON_LM))
@@ -127,6 +134,19 @@ def main(argv=None) -> int:
     print_table(["b", "ms for the batch", "ms per sequence", "speed-up per sequence vs one uncached"],
                 [[b, spread(batch_runs[b]), f"{1e3 * batch_runs[b]['median'] / b:.1f}",
                   f"{alone / (batch_runs[b]['median'] / b):.0f}x"] for b in args.batches])
+    if args.write:
+        record = {
+            "machine": machine(), "revision": git_revision(), "repeats": args.repeats,
+            "date": datetime.date.today().isoformat(), "threads": 1, "lengths": list(LENGTHS),
+            "rate_flops_per_s": rate, "same_tokens": same,
+            "runs": {f"{kind} {m}": runs[kind, m] for kind in
+                     ("cached", "uncached", "bare", "static", "bare static") for m in LENGTHS},
+            "block": runs["block"],
+            "flops": {f"{kind} {m}": counts[kind, m]["total"] for kind, m in counts},
+            "batches": {str(b): batch_runs[b] for b in args.batches}}
+        args.write.parent.mkdir(parents=True, exist_ok=True)
+        args.write.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        print(f"\nwritten: {args.write}")
     return 0
 
 
