@@ -225,3 +225,15 @@ def test_median_times_runs_in_turns_on_one_thread():
 def test_machine_line_names_cores_and_torch():
     line = machine_line()
     assert line.startswith("machine: ") and f"torch {torch.__version__}" in line and "cores" in line
+
+
+def test_count_operators_counts_each_dispatched_operator():
+    import torch
+
+    from utils.costs import count_operators
+    x = torch.ones(3)
+    counted = count_operators(lambda: (x + 1) * 2 + x)
+    assert counted["by_name"] == {"add": 2, "mul": 1} and counted["total"] == 3
+    assert count_operators(lambda: None)["total"] == 0
+    with pytest.raises(ValueError, match="pass e.g. lambda"):
+        count_operators(3)

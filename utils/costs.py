@@ -12,6 +12,7 @@ Counts are FLOPs of the matrix products, 2 per multiply-add, the convention of
 - ``decoder_position_flops``: one position through a decoder-only language model, attention aside
 - ``generation_schedule(prompt_len, new_tokens, use_cache)``: (queries, keys) of every step
 - ``generation_flops(...)``: generating with or without the key/value cache, counted step by step
+- ``count_operators(fn)``: the PyTorch operators a call dispatches (a fixed cost, counted)
 - ``median_time(fn, repeats)``, ``median_times(fns, repeats)``, ``machine_line()``: timings,
   only as support
 """
@@ -232,3 +233,27 @@ def machine_line() -> str:
     except OSError:
         pass
     return f"machine: {model}, {os.cpu_count()} cores, torch {torch.__version__}"
+
+
+def count_operators(fn) -> dict:
+    """Run ``fn()`` once (without autograd) and count the PyTorch operators it dispatches:
+    {"total": n, "by_name": {aten op name: count}}. The same code gives the same counts on any
+    machine: what a step's fixed cost is made of, counted instead of timed."""
+    if not callable(fn):
+        raise ValueError(f"fn must be a function to run, got {type(fn).__name__}; "
+                         f"pass e.g. lambda: model(tokens)")
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _Counter(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.by_name = {}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func.overloadpacket.__name__
+            self.by_name[name] = self.by_name.get(name, 0) + 1
+            return func(*args, **(kwargs or {}))
+
+    with torch.no_grad(), _Counter() as counter:
+        fn()
+    return {"total": sum(counter.by_name.values()), "by_name": dict(sorted(counter.by_name.items()))}
