@@ -32,6 +32,7 @@ import warnings
 from traitlets.config import Configurable
 
 from utils.grading.course import EXERCISES, NOTEBOOK_ID, REPO, CourseSettings
+from utils.grading.diskfull import atomic_write
 
 WORK_DIR = ".grading"                     # inside the course directory
 SQLITE_WAIT_SECONDS = 120                 # a worker waits this long for another's write
@@ -51,6 +52,7 @@ class Options:
     sandboxed: bool = True
     extra_read_only: tuple = ()
     quiet: bool = False
+    inherit_fds: tuple = ()               # kept open in the workers (the course lock)
 
 
 @dataclasses.dataclass
@@ -58,6 +60,8 @@ class Summary:
     graded: list = dataclasses.field(default_factory=list)
     skipped: list = dataclasses.field(default_factory=list)
     failed: dict = dataclasses.field(default_factory=dict)     # student -> reason
+    regraded: dict = dataclasses.field(default_factory=dict)   # student -> the crash not theirs
+    disk_full: bool = False               # a full disk stopped the batch
     notes: dict = dataclasses.field(default_factory=dict)      # student -> [note]
     phases: dict = dataclasses.field(default_factory=dict)     # student -> seconds per phase
     seconds: float = 0.0
@@ -333,7 +337,7 @@ class Pool:
     sandbox template, imports once and forks the workers. Started before this process imports
     nbgrader (seconds), so that all start-up work overlaps."""
 
-    def __init__(self, count: int, prepare: dict):
+    def __init__(self, count: int, prepare: dict, inherit_fds=()):
         self.prepare, self.workers, self.zygote = prepare, [], None
         if count < 1:
             return
@@ -347,7 +351,7 @@ class Pool:
         self.zygote = subprocess.Popen(
             [sys.executable, "-m", "utils.grading.worker", json.dumps(dict(prepare,
                                                                            slots=slots))],
-            pass_fds=theirs, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO,
+            pass_fds=[*theirs, *inherit_fds], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO,
             start_new_session=True)               # this process passes Ctrl-C on (stop)
         for fd in theirs:
             os.close(fd)
@@ -443,7 +447,7 @@ def autograde_all(settings: CourseSettings, assignments: list, options: Options)
     prepare = _pool_settings(course, assignments, options)
     likely = sum(1 for a in assignments for s, path in found[a].items()
                  if options.force or not _maybe_done(settings, a, s, path))
-    pool = Pool(min(wanted, likely), prepare) if likely else None
+    pool = Pool(min(wanted, likely), prepare, options.inherit_fds) if likely else None
     summaries, current, interrupted = {}, None, False
     with write_ahead_log(settings.db_url):
         try:
@@ -501,7 +505,7 @@ def _grade_assignment(settings, assignment, found, options, prepare, pool, wante
             for s in todo]
     if jobs:
         if pool is None:                          # the done markers said there was nothing
-            pool = Pool(min(wanted, len(jobs)), prepare)
+            pool = Pool(min(wanted, len(jobs)), prepare, options.inherit_fds)
             summary.pool = pool
         count = min(len(pool.workers), len(jobs))
         progress = Progress(len(jobs), count, options.quiet)
@@ -517,19 +521,22 @@ def record(settings: CourseSettings, assignment: str, student: str, result: dict
         record_grades(settings, assignment, student, config)
         marker = _done_marker(settings, assignment, student)
         marker.parent.mkdir(parents=True, exist_ok=True)
-        staged = marker.with_suffix(".tmp")
-        staged.write_text(json.dumps({"submission_sha256": result.get("submission_sha256"),
-                                      "notes": result.get("notes", []),
-                                      "seconds": result.get("seconds")}, indent=1))
-        os.replace(staged, marker)
+        atomic_write(marker, json.dumps({"submission_sha256": result.get("submission_sha256"),
+                                         "notes": result.get("notes", []),
+                                         "regraded": result.get("regraded"),
+                                         "seconds": result.get("seconds")}, indent=1).encode())
 
 
 def _finish(result: dict, job: dict, summary: Summary) -> str:
     student = job["student"]
     if result.get("status") != "graded":
         summary.failed[student] = result.get("reason", "unknown failure")
+        summary.disk_full = summary.disk_full or bool(result.get("disk_full"))
         return "FAILED"
     summary.graded.append(student)
+    if result.get("regraded"):
+        summary.regraded[student] = (f"{summary.regraded[student]}; " if student in
+                                     summary.regraded else "") + result["regraded"]
     if result.get("phases"):
         summary.phases[student] = result["phases"]
     if result.get("notes"):
@@ -538,7 +545,9 @@ def _finish(result: dict, job: dict, summary: Summary) -> str:
 
 
 def _run_jobs(jobs, pool: Pool, summary, progress) -> None:
-    pending, workers = list(jobs), pool.workers
+    """Send the jobs to the workers. A worker that dies is replaced and its submission graded
+    again from scratch (failed only if that happens twice); a full disk stops the batch."""
+    pending, workers, retried = list(jobs), pool.workers, set()
     selector = selectors.DefaultSelector()
     for worker in workers:
         selector.register(worker.results, selectors.EVENT_READ, worker)
@@ -552,11 +561,21 @@ def _run_jobs(jobs, pool: Pool, summary, progress) -> None:
             job, worker.job = worker.job, None
             if not line:                              # the worker itself died
                 selector.unregister(worker.results)
-                result = {"status": "failed", "reason": "the grading worker crashed"}
+                result = {"status": "failed", "reason": "the grading worker stopped twice "
+                                                        "while grading this submission"}
                 replacement = pool.replace(worker)
                 selector.register(replacement.results, selectors.EVENT_READ, replacement)
+                if job is not None and job["student"] not in retried:
+                    retried.add(job["student"])
+                    summary.regraded[job["student"]] = "the grading worker stopped"
+                    pending.insert(0, job)
+                    continue
             else:
                 result = json.loads(line)
+            if result.get("disk_full"):               # the next ones would fail alike
+                summary.failed.update((j["student"], "not graded: the disk is full")
+                                      for j in pending)
+                pending.clear()
             idle = next((w for w in workers if w.job is None), None)
             if idle is not None and pending:          # busy while we write the gradebook
                 idle.send(pending.pop(0))

@@ -12,7 +12,8 @@ Cell by cell, in the notebook's order:
 
 nbgrader then scores each test cell as usual: full points without an error output, zero with
 one. A crash, timeout or limit in the sandbox stops it; it is restarted with the cells that
-had succeeded, so later exercises are still graded.
+had succeeded, so later exercises are still graded. A death the student's code did not cause
+(``Sandbox.foreign``) is listed in ``NotebookGrader.foreign``, for the worker to grade again.
 """
 
 import ast
@@ -153,25 +154,50 @@ class NotebookGrader:
         self.protected = set(dir(builtins)) | {"__name__", "__builtins__"}
         self.events = []
         self._reported = set()          # sandboxes whose death is already in the events
+        self.foreign = []               # "<cell>: reason" of deaths not caused by the student
+        self._sandboxes, self._label = [], "before the first cell"
+
+    def _new_sandbox(self):
+        """``make_sandbox()``, remembering each sandbox (and a failed start: never the
+        student's doing) so that deaths the grader did not cause are found."""
+        try:
+            sandbox = self.make_sandbox()
+        except SandboxDied as error:
+            self.foreign.append(f"{self._label}: the student's process could not be started "
+                                f"({error})")
+            raise
+        self._sandboxes.append(sandbox)
+        return sandbox
+
+    def _note_foreign(self) -> None:
+        for sandbox in self._sandboxes:
+            if sandbox.foreign and sandbox not in self._reported_foreign:
+                self._reported_foreign.add(sandbox)
+                self.foreign.append(f"{self._label}: {sandbox.death or sandbox.foreign}")
 
     def grade(self, nb) -> list:
         """Fill the outputs of ``nb`` in place; returns notes on what went wrong."""
         students = [c.source for c in nb.cells if cell_role(c) == "student"]
-        self.session = Session(self.make_sandbox, self.deadline, students)
+        self.session = Session(self._new_sandbox, self.deadline, students)
+        self._reported_foreign = set()
         try:
             try:
                 self.session._ensure()
             except GradingError as error:       # nothing of the student's ran yet
+                self._note_foreign()
                 raise SandboxDied(f"the sandbox could not start: {error}") from None
             for index, cell in enumerate(nb.cells):
+                self._note_foreign()
                 role = cell_role(cell)
                 label = f"<cell {index}: {_nbgrader(cell).get('grade_id') or cell.get('id')}>"
+                self._label = label
                 if role == "setup":
                     cell.outputs = self._setup(cell.source, label)
                 elif role == "student":
                     cell.outputs = self._student(cell.source, label)
                 elif role == "test":
                     cell.outputs = self._test(cell.source, label.replace(" ", "_"))
+            self._note_foreign()
         finally:
             self.session.close()
         if self.session.restarts:

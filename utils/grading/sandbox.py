@@ -9,7 +9,9 @@ namespaces, killed with its parent. Started as root, the agent becomes an unpriv
 
 Limits: address space and processes (rlimits set by the agent), total memory of the process
 tree and raw output size (watched from outside), and a deadline on every request. When one is
-exceeded the whole sandbox is killed and ``SandboxDied`` says why in words.
+exceeded the whole sandbox is killed and ``SandboxDied`` says why in words. A death the grader
+did not cause (a signal it did not send as one of these limits, or a start-up that failed) is
+also kept in ``Sandbox.foreign``: the submission is then graded again (``utils.grading.worker``).
 """
 
 import dataclasses
@@ -161,6 +163,19 @@ def _memory_bytes(pids) -> int:
         except (OSError, ValueError, IndexError):
             continue
     return total
+
+
+def _foreign_signal(code):
+    """The signal's name if ``code`` is a death by a signal that no limit of the grader sends
+    (the grader's own kills are recorded before they happen), else None. SIGXCPU is the CPU-time
+    limit's."""
+    if code is None or code >= 0:
+        return None
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return None if name == "SIGXCPU" else name
 
 
 class ForkedProcess:
@@ -349,6 +364,7 @@ class Sandbox:
                  extra_read_only=(), template: SandboxTemplate = None, imports=()):
         self.limits, self.sandboxed = limits, sandboxed
         self.death = None               # reason the sandbox was stopped, in words
+        self.foreign = None             # set when that death was not caused by the student's code
         self.output_bytes = 0
         self._workdir = None
         self.forked = template is not None
@@ -399,9 +415,11 @@ class Sandbox:
         try:
             reply, _ = self.reader.read(time.monotonic() + STARTUP_SECONDS)
         except (wire.PeerGone, wire.WireTimeout, wire.WireError) as error:
+            self.foreign = self.foreign or "start-up"     # no student code ran yet
             self.kill(f"the grading sandbox did not start ({type(error).__name__})")
             raise SandboxDied(self.death) from None
         if not reply.get("ready"):
+            self.foreign = self.foreign or "start-up"
             self.kill("the grading sandbox did not start")
             raise SandboxDied(self.death)
 
@@ -449,6 +467,8 @@ class Sandbox:
                 raise TimeoutError("the student's code did not finish in time") from None
             except wire.PeerGone:
                 self._wait_briefly()
+                if not self.death:
+                    self.foreign = _foreign_signal(self._exit_code())
                 self.kill(self._exit_reason())
                 raise SandboxDied(self.death) from None
             except wire.WireError as error:
@@ -461,14 +481,19 @@ class Sandbox:
         except subprocess.TimeoutExpired:
             pass
 
+    def _exit_code(self):
+        """The student's exit code (negative: the signal), None while it runs."""
+        code = self.process.poll()
+        if code is not None and self.sandboxed and not self.forked and code > 128:
+            code = 128 - code                                   # bwrap: 128 + signal number
+        return code
+
     def _exit_reason(self) -> str:
         if self.death:
             return self.death
-        code = self.process.poll()
+        code = self._exit_code()
         if code is None:
             return "the student's process closed its channel to the grader"
-        if self.sandboxed and not self.forked and code > 128:   # bwrap: 128 + signal number
-            code = 128 - code
         if code < 0:
             try:
                 name = signal.Signals(-code).name

@@ -15,6 +15,7 @@ student's process is forked (see ``utils.grading.template``). Without root, each
 new sandbox process, started while the previous submission is graded.
 """
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -25,6 +26,7 @@ import time
 import traceback
 
 from utils.grading import GRADING_ENV_VAR
+from utils.grading.diskfull import atomic_write, is_disk_full
 from utils.grading.sandbox import Limits, Sandbox, SandboxDied, SandboxTemplate
 from utils.grading.warm_imports import setup_imports
 
@@ -187,20 +189,36 @@ def grade(job: Job) -> dict:
             SPARE.start(key, new_sandbox)            # warm up the next one meanwhile
             return sandbox
 
+    regraded = None
     if unreadable:
         mark_unreadable(nb, unreadable)
     else:
-        grader = NotebookGrader(make_sandbox, job.cell_timeout, job.notebook_timeout)
-        try:
-            notes += grader.grade(nb)
-        except SandboxDied as error:          # before any student code ran: not their fault
-            return {"status": "failed", "student": job.student, "reason": str(error)}
+        def attempt():
+            graded_nb = copy.deepcopy(nb)
+            grader = NotebookGrader(make_sandbox, job.cell_timeout, job.notebook_timeout)
+            try:
+                return graded_nb, grader.grade(graded_nb), grader.foreign
+            except SandboxDied as error:      # before any student code ran: not their fault
+                return None, [], grader.foreign or [str(error)]
+
+        graded_nb, events, foreign = attempt()
+        if foreign:                           # a death the student's code did not cause
+            regraded = "; ".join(foreign)
+            graded_nb, events, foreign = attempt()            # from scratch, a fresh sandbox
+            if graded_nb is None:
+                return {"status": "failed", "student": job.student,
+                        "reason": f"the sandbox failed twice: {'; '.join(foreign)}"}
+            events += [f"{death}; it happened again when the whole submission was graded a "
+                       f"second time from scratch, so it counts" for death in foreign]
+        elif graded_nb is None:
+            return {"status": "failed", "student": job.student, "reason": "; ".join(foreign)}
+        nb, notes = graded_nb, notes + events
     add_notes(nb, notes)
     output = pathlib.Path(job.output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, output)
+    atomic_write(output, nbformat.writes(nb).encode())
     graded = time.monotonic()
-    result = {"status": "graded", "student": job.student, "notes": notes,
+    result = {"status": "graded", "student": job.student, "notes": notes, "regraded": regraded,
               "submission_sha256": hashlib.sha256(raw).hexdigest(),
               "seconds": round(graded - started, 2),
               # wall seconds of each phase, and this worker's CPU seconds (sandbox excluded)
@@ -213,7 +231,7 @@ def grade(job: Job) -> dict:
         try:
             autograde.record(settings, job.assignment, job.student, result, config)
         except Exception as error:            # noqa: BLE001 - one student's failure is reported
-            return {"status": "failed", "student": job.student,
+            return {"status": "failed", "student": job.student, "disk_full": is_disk_full(error),
                     "reason": f"writing the gradebook failed: {type(error).__name__}: {error}"}
         result["phases"].update(record=round(time.monotonic() - graded, 3),
                                 record_cpu=round(time.process_time() - cpu_recording, 3))
@@ -240,6 +258,7 @@ def serve(jobs, results) -> None:
                 result = grade(Job(**fields))
             except Exception as error:            # noqa: BLE001 - reported, the worker goes on
                 result = {"status": "failed", "reason": f"{type(error).__name__}: {error}",
+                          "disk_full": is_disk_full(error),
                           "detail": traceback.format_exc()[-3000:]}
             results.write(json.dumps(result) + "\n")
             results.flush()
