@@ -6,19 +6,25 @@
     feedback   HTML per student, without the code of hidden tests
     export     CSV, one row per student: per graded cell (nbgrader), or for Canvas or Moodle
     init       only write <course>/nbgrader_config.py
+    rebuild-gradebook  a new gradebook from the submissions and the grader's results
+               (after a damaged one was reported)
     table      every lesson's exercises: kind, strict reading, bug class, points and named
                checks (markdown)
     lab        open JupyterLab in the course directory (formgrader: manual grading)
 """
 
 import argparse
+import contextlib
 import json
 import pathlib
+import shutil
 import subprocess
 import sys
 
 from utils.grading import COURSE_DIR_ENV_VAR
 from utils.grading import course as course_mod
+from utils.grading import diskfull, integrity
+from utils.grading.courselock import CourseLock
 
 
 def _common_options() -> argparse.ArgumentParser:
@@ -111,6 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "student id: 'ID number' (default), 'Username' or 'Email address'")
     export.set_defaults(run=cmd_export)
 
+    rebuild = commands.add_parser(
+        "rebuild-gradebook", parents=[common],
+        help="a new gradebook from source/, submitted/ and the grader's results in .grading/ "
+             "(the damaged SQLite file is kept aside)")
+    rebuild.add_argument("--force", action="store_true",
+                         help="rebuild even if the gradebook looks whole")
+    rebuild.set_defaults(run=cmd_rebuild)
+
     lab = commands.add_parser("lab", parents=[common],
                               help="JupyterLab rooted at the course directory (formgrader)")
     lab.add_argument("lab_args", nargs=argparse.REMAINDER, help="passed to jupyter lab")
@@ -132,8 +146,47 @@ def _error_lines(result) -> str:
 def _nbgrader(settings, args, *command, extra_env=None) -> None:
     result = course_mod.run_nbgrader(settings, *command, quiet=args.quiet, extra_env=extra_env)
     if result.returncode != 0:
+        full = "No space left on device" in (result.stderr or "") or \
+            diskfull.free_bytes(settings.course_dir) < 2 ** 20
+        if full:
+            raise diskfull.DiskFull(diskfull.message(settings.course_dir,
+                                                     f"python -m utils.grading {args.command}"))
         raise RuntimeError(f"nbgrader {' '.join(command)} failed (exit {result.returncode})"
                            + _error_lines(result))
+
+
+@contextlib.contextmanager
+def _exclusive(settings, args):
+    """This command alone on the course directory (``courselock``), with a whole gradebook
+    (``integrity``); the students it knows are kept for ``rebuild-gradebook``."""
+    with CourseLock(settings.course_dir, args.command) as lock:
+        if lock.note():
+            print(lock.note(), file=sys.stderr)
+        integrity.check(settings)
+        yield lock
+        from utils.grading.rebuild import save_roster
+        save_roster(settings)
+
+
+def _staged(settings, kind: str) -> pathlib.Path:
+    """An empty scratch folder in the course for nbgrader's output, moved into place after."""
+    folder = settings.course_dir / ".grading" / "staging" / kind
+    shutil.rmtree(folder, ignore_errors=True)
+    return folder
+
+
+def _move_into_place(staging: pathlib.Path, target: pathlib.Path) -> list:
+    """Move every file under ``staging`` to the same place under ``target`` (renames on one
+    disk: a file is replaced whole); returns the moved files' new paths."""
+    import os
+    moved = []
+    for path in sorted(p for p in staging.rglob("*") if p.is_file()):
+        destination = target / path.relative_to(staging)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, destination)
+        moved.append(destination)
+    shutil.rmtree(staging, ignore_errors=True)
+    return moved
 
 
 def _released(settings, names) -> list:
@@ -166,13 +219,21 @@ def cmd_table(args) -> int:
 
 def cmd_release(args) -> int:
     settings = _settings(args)
-    for chapter in course_mod.resolve_chapters(args.chapter):
-        source = settings.course_dir / "source" / chapter.name
-        source.mkdir(parents=True, exist_ok=True)
-        (source / course_mod.EXERCISES).write_bytes((chapter / course_mod.EXERCISES).read_bytes())
-        _nbgrader(settings, args, "generate_assignment", chapter.name, "--force")
-        handout = settings.course_dir / "release" / chapter.name / course_mod.EXERCISES
-        print(f"{chapter.name}: hand out {handout}")
+    with _exclusive(settings, args):
+        for chapter in course_mod.resolve_chapters(args.chapter):
+            source = settings.course_dir / "source" / chapter.name
+            source.mkdir(parents=True, exist_ok=True)
+            diskfull.atomic_write(source / course_mod.EXERCISES,
+                                  (chapter / course_mod.EXERCISES).read_bytes())
+            staging = _staged(settings, "release")
+            try:
+                _nbgrader(settings, args, "generate_assignment", chapter.name, "--force",
+                          f"--CourseDirectory.release_directory={staging}")
+                _move_into_place(staging, settings.course_dir / "release")
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+            handout = settings.course_dir / "release" / chapter.name / course_mod.EXERCISES
+            print(f"{chapter.name}: hand out {handout}")
     return 0
 
 
@@ -183,7 +244,8 @@ def cmd_collect(args) -> int:
     names = course_mod.assignment_names(args.chapter)
     if len(names) != 1:
         raise ValueError("collect takes one chapter at a time, e.g. --chapter 01")
-    report = collect(settings, args.folder, names[0])
+    with _exclusive(settings, args):
+        report = collect(settings, args.folder, names[0])
     for student, message in report:
         print(f"{student}: {message}")
     skipped = sum(message.startswith("SKIPPED") for _, message in report)
@@ -218,17 +280,29 @@ def cmd_autograde(args) -> int:
         memory_mb=settings.memory_mb, sandboxed=sandboxed,
         extra_read_only=tuple(args.allow_read), quiet=args.quiet)
     failed = []
-    summaries = autograde_mod.autograde_all(settings, names, options)    # one pool for all
+    with _exclusive(settings, args) as lock:
+        options.inherit_fds = (lock.fd,)       # held until the last worker is gone
+        summaries = autograde_mod.autograde_all(settings, names, options)    # one pool for all
     if args.timings:
-        pathlib.Path(args.timings).write_text(json.dumps(
-            {name: summary.phases for name, summary in summaries.items()}, indent=1))
+        diskfull.atomic_write(pathlib.Path(args.timings), json.dumps(
+            {name: summary.phases for name, summary in summaries.items()}, indent=1).encode())
+    full = False
     for name, summary in summaries.items():
         print(f"{name}: graded {len(summary.graded)}, skipped {len(summary.skipped)} already "
               f"graded, failed {len(summary.failed)} in {summary.seconds:.1f} s; autograded "
               f"notebooks in {settings.course_dir / 'autograded'}")
         for student, notes in sorted(summary.notes.items()):
             print(f"  {student}: " + "; ".join(notes))
+        if summary.regraded:
+            print(f"{name}: graded again from scratch after a crash that was not theirs: "
+                  f"{len(summary.regraded)}")
+            for student, reason in sorted(summary.regraded.items()):
+                print(f"  {student}: {reason}")
         failed += [f"{name}/{student}: {reason}" for student, reason in summary.failed.items()]
+        full = full or summary.disk_full
+    if full:
+        raise diskfull.DiskFull(diskfull.message(settings.course_dir,
+                                                 "python -m utils.grading autograde"))
     if failed:
         print("not graded (run autograde again to retry them):\n  " + "\n  ".join(failed),
               file=sys.stderr)
@@ -241,18 +315,26 @@ def cmd_feedback(args) -> int:
 
     settings = _settings(args)
     leaks = []
-    for name in _released(settings, course_mod.assignment_names(args.chapter)):
-        command = ["generate_feedback", name, "--force"]
-        command += [f"--student={args.student}"] if args.student else []
-        _nbgrader(settings, args, *command)
-        source = nbformat.read(settings.course_dir / "source" / name / course_mod.EXERCISES, 4)
-        hidden = [line for cell in source.cells for line in split_hidden(cell.source)[1]]
-        pages = sorted((settings.course_dir / "feedback").glob(f"*/{name}/*.html"))
-        for page in pages:
-            found = find_leaks(page.read_text(encoding="utf-8"), hidden)
-            leaks += [f"{page}: {line}" for line in found]
-        print(f"{name}: {len(pages)} feedback file(s) in "
-              f"{settings.course_dir / 'feedback'}/<student>/{name}/")
+    with _exclusive(settings, args):
+        for name in _released(settings, course_mod.assignment_names(args.chapter)):
+            staging = _staged(settings, "feedback")
+            command = ["generate_feedback", name, "--force",
+                       f"--CourseDirectory.feedback_directory={staging}"]
+            command += [f"--student={args.student}"] if args.student else []
+            try:
+                _nbgrader(settings, args, *command)
+                _move_into_place(staging, settings.course_dir / "feedback")
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+            source = nbformat.read(settings.course_dir / "source" / name / course_mod.EXERCISES,
+                                   4)
+            hidden = [line for cell in source.cells for line in split_hidden(cell.source)[1]]
+            pages = sorted((settings.course_dir / "feedback").glob(f"*/{name}/*.html"))
+            for page in pages:
+                found = find_leaks(page.read_text(encoding="utf-8"), hidden)
+                leaks += [f"{page}: {line}" for line in found]
+            print(f"{name}: {len(pages)} feedback file(s) in "
+                  f"{settings.course_dir / 'feedback'}/<student>/{name}/")
     if leaks:
         print("ERROR: hidden test code found in feedback; do not hand these out:\n  "
               + "\n  ".join(leaks), file=sys.stderr)
@@ -272,19 +354,21 @@ def cmd_export(args) -> int:
                              f"--format {applies}")
     settings = _settings(args)
     names = None if args.chapter == "all" else course_mod.assignment_names(args.chapter)
-    with Gradebook(settings.db_url, settings.course_id) as gradebook:
-        if fmt == "nbgrader":
-            header, rows = export_mod.grade_table(gradebook, names,
-                                                  course_dir=settings.course_dir)
-        else:
-            totals = export_mod.assignment_totals(gradebook, names)
-    if fmt == "canvas":
-        header, rows = export_mod.canvas_table(totals, args.canvas_id_column or "SIS User ID")
-    elif fmt == "moodle":
-        header, rows = export_mod.moodle_table(totals, args.moodle_id_column or "ID number")
-    default = "grades.csv" if fmt == "nbgrader" else f"grades-{fmt}.csv"
-    path = export_mod.write_csv(pathlib.Path(args.to) if args.to
-                                else settings.course_dir / default, header, rows)
+    with _exclusive(settings, args):
+        with Gradebook(settings.db_url, settings.course_id) as gradebook:
+            if fmt == "nbgrader":
+                header, rows = export_mod.grade_table(gradebook, names,
+                                                      course_dir=settings.course_dir)
+            else:
+                totals = export_mod.assignment_totals(gradebook, names)
+        if fmt == "canvas":
+            header, rows = export_mod.canvas_table(totals,
+                                                   args.canvas_id_column or "SIS User ID")
+        elif fmt == "moodle":
+            header, rows = export_mod.moodle_table(totals, args.moodle_id_column or "ID number")
+        default = "grades.csv" if fmt == "nbgrader" else f"grades-{fmt}.csv"
+        path = export_mod.write_csv(pathlib.Path(args.to) if args.to
+                                    else settings.course_dir / default, header, rows)
     if fmt == "nbgrader":
         print(f"wrote {len(rows)} student row(s) to {path}")
         return 0
@@ -302,8 +386,22 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_rebuild(args) -> int:
+    from utils.grading.rebuild import rebuild, save_roster
+
+    settings = _settings(args)
+    with CourseLock(settings.course_dir, args.command) as lock:
+        if lock.note():
+            print(lock.note(), file=sys.stderr)
+        print(rebuild(settings, lambda *command: _nbgrader(settings, args, *command),
+                      force=args.force))
+        save_roster(settings)
+    return 0
+
+
 def cmd_lab(args) -> int:
     settings = _settings(args)
+    integrity.check(settings)
     jupyter = pathlib.Path(sys.executable).with_name("jupyter")
     command = [str(jupyter), "lab", f"--ServerApp.root_dir={settings.course_dir}",
                *args.lab_args]
@@ -331,5 +429,23 @@ def main(argv=None) -> int:
     try:
         return args.run(args)
     except (ValueError, RuntimeError) as error:
+        if diskfull.is_disk_full(error) and not isinstance(error, diskfull.DiskFull):
+            return _disk_full(error, args)
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except Exception as error:
+        if diskfull.is_disk_full(error):
+            return _disk_full(error, args)
+        raise
+
+
+def _disk_full(error, args) -> int:
+    where = getattr(error, "filename", None)
+    if not where:
+        try:
+            where = course_mod.resolve_course_dir(getattr(args, "course_dir", None))
+        except ValueError:
+            where = "the course directory"
+    print(f"error: {diskfull.message(where, f'python -m utils.grading {args.command}')}",
+          file=sys.stderr)
+    return 2

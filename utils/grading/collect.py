@@ -2,11 +2,11 @@
 
 import pathlib
 import re
-import shutil
 
 import nbformat
 
 from utils.grading.course import EXERCISES, CourseSettings
+from utils.grading.diskfull import atomic_write
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
 ID_RULE = ("a student id is 1-100 ASCII letters, digits and _.@+- starting with a letter or "
@@ -67,11 +67,24 @@ def collect(settings: CourseSettings, folder, assignment: str) -> list:
                                         f"({type(error).__name__}: {error})"))
                 continue
             target = settings.course_dir / "submitted" / student / assignment
-            target.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target / EXERCISES)
-            stamp = source.parent / "timestamp.txt"
-            if source.name == EXERCISES and stamp.is_file():   # nbgrader layout keeps its time
-                shutil.copyfile(stamp, target / "timestamp.txt")
+            _copy_in(source, target)
             gradebook.update_or_create_student(student)
             report.append((student, f"collected -> {target / EXERCISES}"))
     return report
+
+
+def _copy_in(source: pathlib.Path, target: pathlib.Path) -> None:
+    """Copy one submission whole: on failure (a full disk) no new folder or partial file is
+    left, so autograde never sees half a submission."""
+    new = [folder for folder in (target.parent, target) if not folder.exists()]
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        stamp = source.parent / "timestamp.txt"
+        if source.name == EXERCISES and stamp.is_file():   # nbgrader layout keeps its time
+            atomic_write(target / "timestamp.txt", stamp.read_bytes())
+        atomic_write(target / EXERCISES, source.read_bytes())
+    except BaseException:
+        for folder in reversed(new):
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        raise

@@ -208,9 +208,8 @@ c.GenerateFeedback.preprocessors = [GetGrades, RedactHiddenTests, InertStudentCo
 # `nbgrader export` writes one column per graded cell (plus total).
 c.ExportApp.plugin_class = PerCellCsvExportPlugin
 '''
-    path = settings.course_dir / CONFIG_FILE
-    path.write_text(text)
-    return path
+    from utils.grading.diskfull import atomic_write
+    return atomic_write(settings.course_dir / CONFIG_FILE, text.encode())
 
 
 def put_venv_on_path() -> None:

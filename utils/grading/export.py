@@ -11,6 +11,7 @@ gradebook has a row; one without a submission gets 0, marked missing.
 
 import csv
 import dataclasses
+import io
 import pathlib
 
 import nbformat
@@ -208,13 +209,15 @@ def moodle_table(totals: AssignmentTotals, id_column: str = "ID number") -> tupl
 
 
 def write_csv(path, header, rows) -> pathlib.Path:
+    """Write the table whole or not at all (a full disk leaves the old file)."""
+    from utils.grading.diskfull import atomic_write
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as stream:
-        writer = csv.writer(stream)
-        writer.writerow(header)
-        writer.writerows(rows)
-    return path
+    text = io.StringIO(newline="")
+    writer = csv.writer(text)
+    writer.writerow(header)
+    writer.writerows(rows)
+    return atomic_write(path, text.getvalue().encode("utf-8"))
 
 
 class PerCellCsvExportPlugin(ExportPlugin):
