@@ -1,0 +1,333 @@
+"""The grader under faults: killed processes, a damaged gradebook, a full disk, two runs at once.
+
+One class of lesson-1 submissions (the frozen security assignment: correct, wrong and untouched
+answers, plus one whose function kills its own process) is released and collected once; the
+course is copied for each fault. Every fault ends the same way: the same command run again (or
+the documented rebuild) gives an export equal to the uninterrupted run's, which equals the
+hand-written table, so no honest student loses a point.
+"""
+
+import contextlib
+import csv
+import fcntl
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import nbformat
+import pytest
+
+from conftest import REPO
+from grading_fixtures.hostile import (ASSIGNMENT, COLUMNS, GOOD, SECURITY_ENV, WRONG, dump,
+                                      with_answers)
+from test_grading_hostile import lasting_sandbox_processes
+
+STUDENTS = 6
+ROWS = {                             # by hand: points per exercise, total, max, manual pending
+    "correct": ["2", "3", "2", "2", "0", "9", "11", "1"],
+    "wrong": ["0", "0", "0", "0", "0", "0", "11", "1"],
+    "untouched": ["0", "0", "0", "0", "0", "0", "11", "0"],
+}
+# attend kills its own process: a death the grader did not cause, every time it is called
+SELF_KILL = """\
+def attend(queries, keys, values, temperature=1.0):
+    import os, signal
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+SELF_KILL_ROW = ["2", "3", "0", "2", "0", "7", "11", "1"]
+
+
+def cli(*args, course):
+    env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course), **SECURITY_ENV)
+    env.pop("ATTENTION_COURSE_GRADING", None)
+    return [sys.executable, "-m", "utils.grading", *args, "--quiet"], env
+
+
+def run_cli(*args, course, expect=0):
+    command, env = cli(*args, course=course)
+    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
+                            timeout=900)
+    assert result.returncode == expect, (f"{args} exited {result.returncode}, not {expect}\n"
+                                         f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    return result
+
+
+def start_cli(*args, course):
+    command, env = cli(*args, course=course)
+    return subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def export(course, path) -> list:
+    run_cli("export", "--chapter", "01", "--to", str(path), course=course)
+    return list(csv.reader(open(path, newline="")))
+
+
+def copy_course(source: pathlib.Path, target: pathlib.Path) -> pathlib.Path:
+    """A copy that is a course of its own (its config, which names the gradebook, is made
+    again by the next command)."""
+    shutil.copytree(source, target, symlinks=True)
+    (target / "nbgrader_config.py").unlink()
+    (target / ".grading" / "lock").unlink(missing_ok=True)
+    return target
+
+
+def one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr[-3000:]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def course_setup():
+    """The honest class collected and not graded (``pristine``, copied for each fault), and
+    the same plus ``self_kill`` graded without faults (``baseline``), with their exports."""
+    with tempfile.TemporaryDirectory(prefix="grading-faults-") as tmp:
+        tmp = pathlib.Path(tmp)
+        pristine, inbox, more = tmp / "pristine", tmp / "inbox", tmp / "inbox-self-kill"
+        inbox.mkdir()
+        more.mkdir()
+        run_cli("release", "--chapter", "01", course=pristine)
+        released = nbformat.read(pristine / "release" / ASSIGNMENT / "exercises.ipynb", 4)
+        kinds = {"correct": dump(with_answers(released, GOOD)),
+                 "wrong": dump(with_answers(released, WRONG)), "untouched": dump(released)}
+        expected = [COLUMNS]
+        for index in range(STUDENTS):
+            kind = list(kinds)[index % 3]
+            (inbox / f"s{index}_{kind}.ipynb").write_bytes(kinds[kind])
+            expected.append([f"s{index}_{kind}", *ROWS[kind]])
+        (more / "self_kill.ipynb").write_bytes(
+            dump(with_answers(released, {**GOOD, "attend": SELF_KILL})))
+        expected = [expected[0]] + sorted(expected[1:] + [["self_kill", *SELF_KILL_ROW]])
+        run_cli("collect", str(inbox), "--chapter", "01", course=pristine)
+        baseline = copy_course(pristine, tmp / "baseline")
+        run_cli("collect", str(more), "--chapter", "01", course=baseline)
+        graded = run_cli("autograde", "--chapter", "01", "--workers", "2", course=baseline)
+        table = export(baseline, tmp / "baseline.csv")
+        honest = [row for row in table if row[0] != "self_kill"]
+        yield {"tmp": tmp, "pristine": pristine, "expected": expected, "baseline": baseline,
+               "table": table, "honest": honest, "run": graded, "inbox": inbox}
+
+
+def test_uninterrupted_run_equals_the_hand_table(course_setup):
+    assert course_setup["table"] == course_setup["expected"]
+    assert f"graded {STUDENTS + 1}, skipped 0 already graded, failed 0" in \
+        course_setup["run"].stdout
+
+
+def test_a_death_that_happens_again_is_charged_with_the_signal_and_exercise(course_setup):
+    out = course_setup["run"].stdout
+    assert "graded again from scratch after a crash that was not theirs: 1" in out, out
+    assert "self_kill: <cell" in out and "SIGKILL" in out
+    marker = course_setup["baseline"] / ".grading" / "done" / ASSIGNMENT / "self_kill.json"
+    notes = " ".join(json.loads(marker.read_text())["notes"])
+    assert "test_attend" in notes and "killed by SIGKILL" in notes, notes
+    assert "it happened again when the whole submission was graded a second time" in notes
+
+
+# --- killed processes -----------------------------------------------------------------------------
+def processes() -> dict:
+    """pid -> (parent pid, uid, command line) of every process."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as stream:
+                fields = dict(line.split(":", 1) for line in stream if ":" in line)
+            with open(f"/proc/{entry}/cmdline", "rb") as stream:
+                args = stream.read().replace(b"\0", b" ").decode(errors="replace")
+            found[int(entry)] = (int(fields["PPid"]), int(fields["Uid"].split()[0]), args)
+        except (OSError, ValueError, KeyError):
+            continue
+    return found
+
+
+def ancestors(table, pid) -> list:
+    chain = []
+    while pid in table and pid > 1:
+        chain.append(pid)
+        pid = table[pid][0]
+    return chain
+
+
+def find_target(root: int, kind: str):
+    """The process of this autograde run (``root``'s descendant) to kill: the student's process
+    (a sandbox uid), its sandbox template, or the worker that owns them; None if no student's
+    process is running."""
+    table = processes()
+    students = [pid for pid, (_, uid, _) in table.items()
+                if 61000 <= uid < 61256 and root in ancestors(table, pid)]
+    if not students:
+        return None
+    chain = ancestors(table, students[0])
+    if kind == "student":
+        return students[0]
+    if kind == "template":
+        return next(p for p in chain if "utils.grading.template" in table[p][2]
+                    and "bwrap" in table[table[p][0]][2])
+    workers = [p for p in chain if "utils.grading.worker" in table[p][2]]
+    return workers[0]                               # the nearest: the worker, not the zygote
+
+
+@pytest.mark.parametrize("kind, delay", [("student", 1.5), ("template", 0.5), ("worker", 2.5)])
+def test_a_killed_process_costs_no_student_a_point(course_setup, kind, delay):
+    """SIGKILL, ``delay`` s after the first student's process is seen, to a process of this
+    ``kind`` while a student's process runs: the submission in flight is graded again."""
+    course = copy_course(course_setup["pristine"], course_setup["tmp"] / f"kill-{kind}")
+    process = start_cli("autograde", "--chapter", "01", "--workers", "2", course=course)
+    deadline = time.monotonic() + 300
+    while find_target(process.pid, kind) is None:
+        assert process.poll() is None and time.monotonic() < deadline, "no student's process"
+        time.sleep(0.05)
+    time.sleep(delay)
+    while (target := find_target(process.pid, kind)) is None:
+        assert process.poll() is None and time.monotonic() < deadline, "no student's process"
+        time.sleep(0.02)
+    os.kill(target, signal.SIGKILL)
+    stdout, stderr = process.communicate(timeout=600)
+    assert process.returncode == 0, stdout + stderr[-3000:]
+    assert "graded again from scratch after a crash that was not theirs: 1" in stdout, stdout
+    assert f"graded {STUDENTS}, skipped 0 already graded, failed 0" in stdout
+    assert export(course, course.parent / f"kill-{kind}.csv") == course_setup["honest"]
+    rerun = run_cli("autograde", "--chapter", "01", course=course)
+    assert f"graded 0, skipped {STUDENTS} already graded" in rerun.stdout
+    assert lasting_sandbox_processes() == []
+
+
+# --- a damaged gradebook --------------------------------------------------------------------------
+def test_a_truncated_gradebook_is_reported_and_rebuilt(course_setup):
+    course = copy_course(course_setup["baseline"], course_setup["tmp"] / "truncated")
+    database = course / "gradebook.db"
+    with open(database, "r+b") as stream:
+        stream.truncate(database.stat().st_size // 2)
+    damaged = database.read_bytes()
+    for args in [("autograde", "--chapter", "01"), ("export", "--chapter", "01"),
+                 ("feedback", "--chapter", "01"),
+                 ("collect", str(course_setup["inbox"]), "--chapter", "01")]:
+        line = one_line(run_cli(*args, course=course, expect=2).stderr)
+        assert f"the gradebook {database} is damaged" in line, line
+        assert "python -m utils.grading rebuild-gradebook" in line, line
+        assert database.read_bytes() == damaged            # nothing changed
+    rebuilt = run_cli("rebuild-gradebook", course=course)
+    assert f"{STUDENTS + 1} graded submission(s) recorded again" in rebuilt.stdout
+    assert export(course, course.parent / "rebuilt.csv") == course_setup["table"]
+    rerun = run_cli("autograde", "--chapter", "01", course=course)
+    assert f"graded 0, skipped {STUDENTS + 1} already graded" in rerun.stdout
+
+
+# --- a full disk ----------------------------------------------------------------------------------
+@contextlib.contextmanager
+def small_disk(folder: pathlib.Path, megabytes: int):
+    """A tmpfs of this size mounted on ``folder`` (root only)."""
+    folder.mkdir()
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs",
+                             str(folder)], capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {result.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@contextlib.contextmanager
+def full(disk: pathlib.Path):
+    """The disk filled to the last byte while the block runs."""
+    filler = disk / "filler"
+    with open(filler, "wb") as stream:
+        try:
+            while True:
+                stream.write(b"\0" * 65536)
+                stream.flush()
+        except OSError:
+            pass
+    try:
+        yield
+    finally:
+        filler.unlink()
+
+
+def whole_files(course: pathlib.Path) -> None:
+    """No half-written file: no staging leftovers, every notebook, JSON and CSV parses."""
+    assert not list(course.rglob("*.partial")) and not list(course.rglob("staging/*"))
+    for path in course.rglob("*"):
+        if path.suffix in (".ipynb", ".json") and path.is_file() and path.name != "lock":
+            json.loads(path.read_text())
+        elif path.suffix == ".csv":
+            list(csv.reader(open(path, newline="")))
+
+
+def test_a_full_disk_stops_each_command_in_one_line_and_the_rerun_succeeds(course_setup):
+    with small_disk(course_setup["tmp"] / "disk", 48) as disk:
+        course = copy_course(course_setup["pristine"], disk / "course")
+        shutil.rmtree(course / "submitted")
+        steps = [("collect", str(course_setup["inbox"]), "--chapter", "01"),
+                 ("release", "--chapter", "01"),
+                 ("autograde", "--chapter", "01", "--workers", "2"),
+                 ("feedback", "--chapter", "01"),
+                 ("export", "--chapter", "01", "--to", str(course / "grades.csv"))]
+        for args in steps:
+            with full(disk):
+                line = one_line(run_cli(*args, course=course, expect=2).stderr)
+                assert "is full" in line and f"python -m utils.grading {args[0]}" in line, line
+                whole_files(course)
+            run_cli(*args, course=course, expect=0)
+            whole_files(course)
+        assert list(csv.reader(open(course / "grades.csv", newline=""))) == \
+            course_setup["honest"]
+        pages = list((course / "feedback").glob(f"*/{ASSIGNMENT}/*.html"))
+        assert len(pages) == STUDENTS
+
+
+# --- two runs at once -----------------------------------------------------------------------------
+def holder(course: pathlib.Path) -> dict:
+    try:
+        return json.loads((course / ".grading" / "lock").read_text() or "{}")
+    except (OSError, ValueError):
+        return {}
+
+
+def lock_is_free(course: pathlib.Path) -> bool:
+    with open(course / ".grading" / "lock", "a") as stream:
+        try:
+            fcntl.flock(stream, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(stream, fcntl.LOCK_UN)
+        return True
+
+
+def test_a_second_run_meets_the_lock_and_a_killed_runs_lock_is_taken_over(course_setup):
+    course = copy_course(course_setup["pristine"], course_setup["tmp"] / "twice")
+    first = start_cli("autograde", "--chapter", "01", "--workers", "2", course=course)
+    deadline = time.monotonic() + 120
+    while holder(course).get("pid") != first.pid:
+        assert time.monotonic() < deadline and first.poll() is None, "no lock was taken"
+        time.sleep(0.05)
+    for args in [("autograde", "--chapter", "01"), ("collect", str(course_setup["inbox"]),
+                 "--chapter", "01"), ("feedback", "--chapter", "01"),
+                 ("export", "--chapter", "01")]:
+        line = one_line(run_cli(*args, course=course, expect=2).stderr)
+        assert "another grading command is running" in line, line
+        assert f"autograde (pid {first.pid}" in line, line
+    # the first run is killed once it is grading; its workers end their submission and go
+    while find_target(first.pid, "student") is None:
+        assert time.monotonic() < deadline + 300 and first.poll() is None
+        time.sleep(0.05)
+    first.kill()
+    first.communicate()
+    deadline = time.monotonic() + 120
+    while not lock_is_free(course):
+        assert time.monotonic() < deadline, "the killed run's workers kept the lock"
+        time.sleep(0.2)
+    second = run_cli("autograde", "--chapter", "01", "--workers", "2", course=course)
+    assert f"autograde (pid {first.pid}" in second.stderr and "took it over" in second.stderr
+    assert export(course, course.parent / "twice.csv") == course_setup["honest"]
+    assert lasting_sandbox_processes() == []
