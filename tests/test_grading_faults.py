@@ -25,7 +25,7 @@ import pytest
 
 from conftest import REPO
 from grading_fixtures.hostile import (ASSIGNMENT, COLUMNS, GOOD, SECURITY_ENV, WRONG, dump,
-                                      with_answers)
+                                      insert_after, with_answers)
 from test_grading_hostile import lasting_sandbox_processes
 
 STUDENTS = 6
@@ -241,13 +241,13 @@ def small_disk(folder: pathlib.Path, megabytes: int):
 def full(disk: pathlib.Path):
     """The disk filled to the last byte while the block runs."""
     filler = disk / "filler"
-    with open(filler, "wb") as stream:
-        try:
-            while True:
-                stream.write(b"\0" * 65536)
-                stream.flush()
-        except OSError:
-            pass
+    with open(filler, "wb", buffering=0) as stream:
+        for size in (2 ** 20, 4096, 1):                 # to the last byte
+            try:
+                while True:
+                    stream.write(b"\0" * size)
+            except OSError:
+                pass
     try:
         yield
     finally:
@@ -306,7 +306,15 @@ def lock_is_free(course: pathlib.Path) -> bool:
 
 def test_a_second_run_meets_the_lock_and_a_killed_runs_lock_is_taken_over(course_setup):
     course = copy_course(course_setup["pristine"], course_setup["tmp"] / "twice")
-    first = start_cli("autograde", "--chapter", "01", "--workers", "2", course=course)
+    slow = course_setup["tmp"] / "inbox-slow"           # a correct answer that takes its time
+    slow.mkdir()
+    released = nbformat.read(course / "release" / ASSIGNMENT / "exercises.ipynb", 4)
+    (slow / "slow.ipynb").write_bytes(dump(insert_after(with_answers(released, GOOD), "attend",
+                                                        "import time\ntime.sleep(20)")))
+    run_cli("collect", str(slow), "--chapter", "01", course=course)
+    expected = [course_setup["honest"][0]] + sorted(course_setup["honest"][1:]
+                                                    + [["slow", *ROWS["correct"]]])
+    first = start_cli("autograde", "--chapter", "01", "--workers", "1", course=course)
     deadline = time.monotonic() + 120
     while holder(course).get("pid") != first.pid:
         assert time.monotonic() < deadline and first.poll() is None, "no lock was taken"
@@ -317,6 +325,7 @@ def test_a_second_run_meets_the_lock_and_a_killed_runs_lock_is_taken_over(course
         line = one_line(run_cli(*args, course=course, expect=2).stderr)
         assert "another grading command is running" in line, line
         assert f"autograde (pid {first.pid}" in line, line
+        assert first.poll() is None, "the first run ended too soon for this test"
     # the first run is killed once it is grading; its workers end their submission and go
     while find_target(first.pid, "student") is None:
         assert time.monotonic() < deadline + 300 and first.poll() is None
@@ -329,5 +338,5 @@ def test_a_second_run_meets_the_lock_and_a_killed_runs_lock_is_taken_over(course
         time.sleep(0.2)
     second = run_cli("autograde", "--chapter", "01", "--workers", "2", course=course)
     assert f"autograde (pid {first.pid}" in second.stderr and "took it over" in second.stderr
-    assert export(course, course.parent / "twice.csv") == course_setup["honest"]
+    assert export(course, course.parent / "twice.csv") == expected
     assert lasting_sandbox_processes() == []
