@@ -12,6 +12,8 @@
 3. A submission is done when ``.grading/done/<assignment>/<student>.json`` records the hash of
    the submitted file and the gradebook has it; done submissions are skipped unless ``force``.
    The gradebook entry and the marker are written together (Ctrl-C waits for both).
+4. A worker that dies is replaced and its submission graded again (``_run_jobs``); a full disk
+   stops the batch (``Summary.disk_full``).
 """
 
 import contextlib

@@ -7,7 +7,10 @@ own job and result pipes (``zygote``), so N workers cost one start-up. A job nam
 notebook, the trusted source and release notebooks, where to write the graded notebook, and the
 limits. The slot settings (given at start) let the worker start its sandbox template while it
 imports torch itself. After grading, the worker records the graded notebook in the gradebook
-and writes its done marker (``autograde.record``).
+and writes its done marker (``autograde.record``). A submission during which the student's
+process died of something its code did not cause (``NotebookGrader.foreign``: a signal no limit
+sends, a sandbox that could not start) is graded once more from scratch; only a death that
+happens again stands, with a note saying so.
 
 Work that is the same for every student is done once per worker: reading the source and release
 notebooks, the imports of the setup cells, and (as root) the sandbox template, from which each
