@@ -21,14 +21,13 @@ import ipywidgets as widgets
 import numpy as np
 import torch
 from matplotlib import patches, transforms
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PatchCollection
 
 from utils.alignment import is_word, teacher_forced_attention
 from utils.alignment_plots import link_squares
 from utils.data import EOS, preprocess, tokenize
 from utils.training import Translation, greedy_translate
-from utils.widgets.base import BlittedExplorer
+from utils.widgets.base import BlittedExplorer, one_torch_thread
 
 MAP_OPTIONS = (("its translation", "translation"), ("the reference", "reference"))
 
@@ -260,35 +259,18 @@ class AlignmentExplorer(BlittedExplorer):
                 *self.out_labels, self.message]
 
     def animated_artists(self) -> list:
-        """Artists that change with the step slider (drawn on every update)."""
-        return [self.row_box, *self.bars, *self.bar_labels, self.bar_title]
+        """Artists that change with the sentence (a cached layer) or the step slider."""
+        return [*self.sentence_artists(), self.row_box, *self.bars, *self.bar_labels,
+                self.bar_title]
 
-    def render_png(self) -> bytes:
-        """Two cached layers: the figure's static parts, then those plus the sentence's artists.
+    def cached_layers(self) -> list:
+        """The sentence's artists, drawn once per (sentence, map) over the static parts: a
+        slider move redraws only the row box and the bar chart over them."""
+        return [((self.state.get("sentence"), self.state.get("map_of")),
+                 self.sentence_artists())]
 
-        A slider move redraws only the row box and the bar chart over the second layer.
-        """
-        if not isinstance(self.fig.canvas, FigureCanvasAgg):
-            FigureCanvasAgg(self.fig)
-        canvas = self.fig.canvas
-        key = (self.state.get("sentence"), self.state.get("map_of"))
-        if getattr(self, "_static", None) is None:
-            every = self.sentence_artists() + self.animated_artists()
-            shown = [artist.get_visible() for artist in every]
-            for artist in every:
-                artist.set_visible(False)
-            canvas.draw()
-            self._static = canvas.copy_from_bbox(self.fig.bbox)
-            for artist, visible in zip(every, shown):
-                artist.set_visible(visible)
-            self._sentence_key = object()                 # matches no sentence
-        if key != self._sentence_key:
-            canvas.restore_region(self._static)
-            for artist in self.sentence_artists():
-                self.fig.draw_artist(artist)
-            self._background = canvas.copy_from_bbox(self.fig.bbox)
-            self._sentence_key = key
-        return super().render_png()
+    def frame_key(self, state: dict):
+        return (state.get("sentence"), state.get("map_of"), state.get("step"))
 
     def draw(self, state: dict) -> None:
         n = self.num_steps
@@ -409,7 +391,8 @@ class AlignmentExplorer(BlittedExplorer):
                 if not has_reference:
                     map_of.value = "translation"
                 map_of.disabled = not has_reference
-                rows = self._rows(self.compute(sentence, 0, map_of.value))
+                with one_torch_thread():          # may translate a new sentence
+                    rows = self._rows(self.compute(sentence, 0, map_of.value))
                 step.max = max(rows - 1, 0)
                 step.disabled = rows == 0
             finally:

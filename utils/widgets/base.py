@@ -1,16 +1,64 @@
 """The pattern every explorer follows: controls -> pure function -> artists updated in place."""
 
 import base64
+import collections
+import contextlib
 import html
 import io
+import math
 import re
+import struct
+import zlib
 
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 import numpy as np
+import torch
 from IPython.display import clear_output, display
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from PIL import Image
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
+from matplotlib.ft2font import RenderMode
+
+
+@contextlib.contextmanager
+def one_torch_thread():
+    """Run the block with torch on one thread, then restore the caller's thread count.
+
+    An explorer's tensors are small: a second thread saves nothing, and when the other core is
+    busy (a student's laptop running something else) every parallel region waits for it, which
+    makes a 20 ms model step take 100-500 ms. Setting the count costs well under a microsecond.
+    """
+    saved = torch.get_num_threads()
+    if saved == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
+
+
+def _png_chunk(tag: bytes, data: bytes) -> bytes:
+    return (struct.pack(">I", len(data)) + tag + data
+            + struct.pack(">I", zlib.crc32(data, zlib.crc32(tag)) & 0xFFFFFFFF))
+
+
+def rgb_png(rgba: np.ndarray, level: int = 1) -> bytes:
+    """A PNG (8-bit RGB, lossless) of an (h, w, 4) uint8 buffer, alpha dropped.
+
+    Every row uses PNG's "up" filter (the difference from the row above, one numpy subtraction)
+    and zlib at ``level``: about half the time of PIL's adaptive per-row filtering at
+    compress_level=1, for a file of about the same size. Decoders return exactly ``rgba[..., :3]``.
+    """
+    height, width = rgba.shape[:2]
+    rgb = rgba[..., :3].reshape(height, 3 * width)                       # (h, 3w), a view
+    raw = np.empty((height, 1 + 3 * width), np.uint8)                    # filter byte + row
+    raw[:, 0] = 2                                                        # "up"
+    raw[0, 1:] = rgb[0]                                                  # above row 0: zeros
+    np.subtract(rgb[1:], rgb[:-1], out=raw[1:, 1:])                      # wraps mod 256
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)       # 8 bits, RGB
+    return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header)
+            + _png_chunk(b"IDAT", zlib.compress(raw.data, level)) + _png_chunk(b"IEND", b""))
 
 
 class ExplorerBox(widgets.VBox):
@@ -27,6 +75,80 @@ class ExplorerBox(widgets.VBox):
         bundle["image/png"] = base64.b64encode(self._explorer.snapshot_png()).decode("ascii")
         bundle["text/plain"] = self._explorer.snapshot_text()
         return bundle
+
+
+class GlyphCachingRenderer(RendererAgg):
+    """``RendererAgg`` that keeps the glyph bitmaps of the plain text it draws.
+
+    An explorer redraws the same labels at the same places again and again (tick labels, the
+    numbers in heatmap cells). Agg lays every string out and renders each glyph anew, ~0.3 ms a
+    label on a small CPU. Here the bitmaps of a string are kept per (string, font, angle, exact
+    position, hinting) and pasted with Agg's own ``draw_text_image``, as ``draw_text`` does: the
+    pixels are the same. Math text and text with font features or a language go the usual way.
+    """
+
+    max_texts = 4096
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._texts = collections.OrderedDict()
+
+    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        if ismath or (mtext is not None and (mtext.get_fontfeatures() is not None
+                                             or mtext.get_language() is not None)):
+            return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+        key = (s, hash(prop), prop.get_size_in_points(), float(angle), float(x), float(y),
+               bool(gc.get_antialiased()), get_hinting_flag(), self.dpi, self.height)
+        glyphs = self._texts.get(key)
+        if glyphs is None:
+            try:
+                glyphs = self._render_glyphs(gc, x, y, s, prop, angle, mtext)
+            except (AttributeError, TypeError):      # matplotlib's private font API moved
+                return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+            self._texts[key] = glyphs
+            if len(self._texts) > self.max_texts:
+                self._texts.popitem(last=False)
+        for buffer, left, bottom in glyphs:
+            self._renderer.draw_text_image(buffer, left, bottom, 0, gc)
+
+    def _render_glyphs(self, gc, x, y, s, prop, angle, mtext) -> list:
+        """What ``RendererAgg.draw_text`` pastes: [(bitmap, left, bottom), ...]."""
+        font = self._prepare_font(prop)
+        items = font._layout(
+            s, flags=get_hinting_flag(),
+            features=mtext.get_fontfeatures() if mtext is not None else None,
+            language=mtext.get_language() if mtext is not None else None)
+        size = prop.get_size_in_points()
+        cos, sin = math.cos(math.radians(angle)), math.sin(math.radians(angle))
+        load_flags = get_hinting_flag()
+        mode = RenderMode.NORMAL if gc.get_antialiased() else RenderMode.MONO
+        glyphs = []
+        for item in items:                   # as RendererAgg._draw_text_glyphs_and_boxes
+            font, dx, dy = item.ft_object, item.x, item.y
+            font.set_size(size, self.dpi)
+            font._set_transform(
+                (0x10000 * np.array([[cos, -sin], [sin, cos]])
+                 @ [[1, 0], [0, 1]]).round().astype(int),
+                [round(0x40 * (x + dx * cos - dy * sin)),
+                 round(0x40 * (self.height - y + dx * sin + dy * cos))])
+            bitmap = font._render_glyph(item.glyph_index, load_flags, mode)
+            buffer = np.array(bitmap.buffer, copy=True)
+            if not gc.get_antialiased():
+                buffer *= 0xff
+            glyphs.append((buffer, bitmap.left, int(self.height) - bitmap.top + buffer.shape[0]))
+        return glyphs
+
+
+class GlyphCachingCanvas(FigureCanvasAgg):
+    """An explorer's Agg canvas: its renderer keeps glyph bitmaps (``GlyphCachingRenderer``)."""
+
+    def get_renderer(self):
+        w, h = self.get_width_height(physical=True)
+        key = w, h, self.figure.dpi
+        if self._lastKey != key:
+            self.renderer = GlyphCachingRenderer(w, h, self.figure.dpi)
+            self._lastKey = key
+        return self.renderer
 
 
 class Explorer:
@@ -75,9 +197,10 @@ class Explorer:
 
     def update(self) -> dict:
         """Recompute from the current control values and redraw; returns the new state."""
-        self.state = self.compute(**self.values())
-        self.draw(self.state)
-        self.readout.value = self.describe(self.state)
+        with one_torch_thread():
+            self.state = self.compute(**self.values())
+            self.draw(self.state)
+            self.readout.value = self.describe(self.state)
         with self.output:
             clear_output(wait=True)
             display(self.fig)
@@ -107,34 +230,83 @@ class BlittedExplorer(Explorer):
     Re-rendering a whole figure costs 100-300 ms on a small CPU; here the static parts (axes,
     ticks, colour bar, legend) are drawn once, and each update draws the artists listed by
     ``animated_artists()`` over a copy of them and sends the PNG to an ``ipywidgets.Image``.
+
+    Two more caches, both optional:
+
+    - ``cached_layers()``: artists that change with a few settings only (tick labels that follow a
+      range, an image that follows a sentence). Each layer is drawn over the ones before it and
+      the canvas is kept per key, so an update redraws only the layers whose key changed (and
+      the animated artists in no layer), and a setting seen before costs a copy.
+    - ``frame_key(state)``: a key that fixes the whole picture; the PNG of a key seen before is
+      reused without drawing (``None``, the default: always draw).
     """
+
+    # Canvas copies kept for layers (the largest figures: 1.5 MB each) and PNGs kept per frame.
+    layer_bytes = 48 * 2**20
+    max_frames = 256
 
     def animated_artists(self) -> list:
         raise NotImplementedError
+
+    def cached_layers(self) -> list:
+        """[(key, artists), ...]: drawn in this order over the background, each cached by its
+        own key and those before it. The artists must be among ``animated_artists()``."""
+        return []
+
+    def frame_key(self, state: dict):
+        """A hashable key that fixes the whole picture of ``state`` (after ``draw``), or None."""
+        return None
 
     def snapshot_png(self) -> bytes:
         return self.render_png()
 
     def render_png(self) -> bytes:
-        """PNG of the figure as it is now (cached background + animated artists)."""
+        """PNG of the figure as it is now (cached background and layers + animated artists)."""
         canvas = self.background_canvas()
-        canvas.restore_region(self._background)
+        if getattr(self, "_layers", None) is None:            # a subclass set the background
+            self._layers = collections.OrderedDict()
+        layers = self.cached_layers()
+        keys, key = [], ()
+        for layer_key, _ in layers:
+            key += (layer_key,)
+            keys.append(key)
+        start, region = 0, self._background
+        for index in range(len(layers) - 1, -1, -1):          # the deepest layer kept
+            if keys[index] in self._layers:
+                self._layers.move_to_end(keys[index])
+                start, region = index + 1, self._layers[keys[index]]
+                break
+        canvas.restore_region(region)
+        for index in range(start, len(layers)):
+            for artist in layers[index][1]:
+                if artist.get_visible():
+                    self.fig.draw_artist(artist)
+            self._layers[keys[index]] = canvas.copy_from_bbox(self.fig.bbox)
+        width, height = canvas.get_width_height()
+        while len(self._layers) > max(2, self.layer_bytes // (4 * width * height)):
+            self._layers.popitem(last=False)                   # least recently used
+        in_layers = {id(artist) for _, artists in layers for artist in artists}
         for artist in self.animated_artists():
-            self.fig.draw_artist(artist)
+            if id(artist) not in in_layers and artist.get_visible():
+                self.fig.draw_artist(artist)
         return self.canvas_png()
 
     def background_canvas(self) -> FigureCanvasAgg:
         """The Agg canvas, with the static background (everything not animated) cached."""
-        if not isinstance(self.fig.canvas, FigureCanvasAgg):
-            FigureCanvasAgg(self.fig)                           # attaches itself to the figure
+        if not isinstance(self.fig.canvas, GlyphCachingCanvas):
+            GlyphCachingCanvas(self.fig)                        # attaches itself to the figure
         canvas = self.fig.canvas
         if getattr(self, "_background", None) is None:
-            for artist in self.animated_artists():
+            animated = self.animated_artists()
+            visible = [artist.get_visible() for artist in animated]
+            for artist in animated:
                 artist.set_visible(False)
             canvas.draw()
             self._background = canvas.copy_from_bbox(self.fig.bbox)
-            for artist in self.animated_artists():
-                artist.set_visible(True)
+            for artist, shown in zip(animated, visible):
+                artist.set_visible(shown)
+            self._layers = collections.OrderedDict()            # they sat on the old background
+            self._frames = collections.OrderedDict()
             self.background_redrawn()
         return canvas
 
@@ -143,10 +315,7 @@ class BlittedExplorer(Explorer):
 
     def canvas_png(self) -> bytes:
         """The canvas as it is now, as PNG bytes (fast compression: it goes to the browser)."""
-        buffer = io.BytesIO()
-        rgb = np.ascontiguousarray(np.asarray(self.fig.canvas.buffer_rgba())[..., :3])  # (h, w, 3)
-        Image.fromarray(rgb).save(buffer, format="png", compress_level=1)
-        return buffer.getvalue()
+        return rgb_png(np.asarray(self.fig.canvas.buffer_rgba()))           # (h, w, 4) -> PNG
 
     def update(self) -> dict:
         """Recompute, update the artists in place, and show the new PNG (no full redraw)."""
@@ -154,8 +323,21 @@ class BlittedExplorer(Explorer):
             self.view = widgets.Image(format="png")
             with self.output:
                 display(self.view)
-        self.state = self.compute(**self.values())
-        self.draw(self.state)
-        self.readout.value = self.describe(self.state)
-        self.view.value = self.render_png()
+        with one_torch_thread():                   # draw and describe may touch tensors too
+            self.state = self.compute(**self.values())
+            self.draw(self.state)
+            self.readout.value = self.describe(self.state)
+            key = self.frame_key(self.state)
+        if getattr(self, "_frames", None) is None:
+            self._frames = collections.OrderedDict()
+        fresh = getattr(self, "_background", None) is not None
+        if key is not None and key in self._frames and fresh:
+            self._frames.move_to_end(key)
+            self.view.value = self._frames[key]
+        else:
+            self.view.value = png = self.render_png()
+            if key is not None:
+                self._frames[key] = png
+                while len(self._frames) > self.max_frames:
+                    self._frames.popitem(last=False)
         return self.state
