@@ -110,3 +110,63 @@ def test_explorer_rejects_bad_settings(kwargs, message):
 def test_encoding_view_rejects_bad_input(args, message):
     with pytest.raises(ValueError, match=message):
         encoding_view(*args)
+
+
+# -- the rendering machinery every explorer shares (utils.widgets.base) -----------------------
+
+def _uncached_png(explorer) -> bytes:
+    """The explorer's picture drawn again with every cache dropped: background, layers, glyphs."""
+    from utils.widgets.base import GlyphCachingCanvas
+    GlyphCachingCanvas(explorer.fig)                          # a new renderer: no glyphs kept
+    explorer._background = None                               # drops the layers and frames too
+    return explorer.render_png()
+
+
+def _decoded(png: bytes) -> np.ndarray:
+    import io
+    from PIL import Image
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+
+def test_cached_layers_glyphs_and_frames_give_the_uncached_picture(explorer):
+    steps = (("first_column", 10), ("positions", (20, 120)), ("base", 100.0), ("dim", 48),
+             ("first_column", 3), ("positions", (0, 59)), ("positions", (20, 120)),
+             ("dim", 32), ("base", 10000.0))                  # the last three: from the caches
+    shown = []
+    for name, value in steps:
+        explorer.controls[name].value = value
+        shown.append(explorer.view.value)
+    fresh = PositionalEncodingExplorer()
+    for (name, value), png in zip(steps, shown):
+        fresh.controls[name].value = value
+        assert np.array_equal(_decoded(png), _decoded(_uncached_png(fresh))), (name, value)
+    seen = explorer.view.value
+    explorer.controls["first_column"].value = 5
+    explorer.controls["first_column"].value = 3                # back to a setting seen before
+    assert explorer.view.value == seen
+
+
+def test_rgb_png_is_lossless():
+    from utils.widgets.base import rgb_png
+    pixels = np.random.default_rng(0).integers(0, 256, (7, 5, 4), dtype=np.uint8)
+    assert np.array_equal(_decoded(rgb_png(pixels)), pixels[..., :3])
+
+
+def test_glyph_cache_draws_the_pixels_agg_draws():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from utils.widgets.base import GlyphCachingCanvas
+    fig = Figure(figsize=(3, 2))
+    ax = fig.subplots()
+    ax.set(xlabel="position i", title="P[i, column] ×")
+    ax.text(0.3, 0.4, "0.25", rotation=60, fontsize=7, color="white")
+    ax.text(0.6, 0.5, "<bos> je", rotation=90, fontweight="bold")
+    pictures = []
+    FigureCanvasAgg(fig).draw()
+    pictures.append(np.asarray(fig.canvas.buffer_rgba()).copy())
+    canvas = GlyphCachingCanvas(fig)
+    for _ in range(2):                                    # the second time: from its cache
+        canvas.draw()
+        pictures.append(np.asarray(canvas.buffer_rgba()).copy())
+    assert len(canvas.get_renderer()._texts) >= 4
+    assert np.array_equal(pictures[0], pictures[1]) and np.array_equal(pictures[0], pictures[2])
