@@ -15,7 +15,8 @@ from utils.induction import (InductionCheckpoint, InductionRun, LESSON_INDUCTION
 from utils.language_model import DecoderOnlyConfig, DecoderOnlyLM, filter_logits  # noqa: E402
 from utils.next_token import next_token_table, next_token_view  # noqa: E402
 from utils.widgets.induction import InductionExplorer, checkpoint_summary  # noqa: E402
-from utils.widgets.sampling import REMOVED, TOP, SamplingExplorer  # noqa: E402
+from utils.lm_training import continue_prompt  # noqa: E402
+from utils.widgets.sampling import REMOVED, TOP, ContinuationCache, SamplingExplorer  # noqa: E402
 
 SENTENCES = [s.split() for s in ["i am here .", "i am not sure .", "you are here .",
                                  "we are ready .", "he is tired .", "she is not here ."]]
@@ -98,6 +99,35 @@ def test_a_new_prompt_relabels_and_a_bad_one_is_one_line(tiny):
     explorer.controls["prompt"].value = "i am " * 5
     assert explorer.readout.value.startswith("<b>ValueError:</b>")
     assert "shorten it" in explorer.readout.value and "\n" not in explorer.readout.value
+
+
+def test_the_continuation_cache_samples_what_continue_prompt_samples(tiny):
+    model, vocab = tiny
+    cache = ContinuationCache(model, vocab)
+    for prompt in ("i am", "", "she is not"):
+        for temperature in (0.2, 1.0, 2.0):
+            for top_k, top_p in ((None, 1.0), (2, 1.0), (None, 0.5), (3, 0.9)):
+                expected = continue_prompt(model, vocab, prompt, 6, temperature=temperature,
+                                           top_k=top_k, top_p=top_p,
+                                           generator=torch.Generator().manual_seed(0))
+                assert cache.continuation(prompt, 6, temperature=temperature, top_k=top_k,
+                                          top_p=top_p, seed=0) == expected
+    assert len(cache.nodes) < 3 * 3 * 4 * 6                         # prefixes are shared
+    with pytest.raises(ValueError, match="shorten it"):
+        cache.continuation("i am " * 5, 6)
+
+
+def test_a_setting_seen_before_shows_the_same_picture_and_words(tiny):
+    model, vocab = tiny
+    explorer = SamplingExplorer(model, vocab, prompt="i am")
+    first, words = explorer.view.value, explorer.readout.value
+    explorer.controls["temperature"].value = 0.4
+    explorer.controls["prompt"].value = "you are"
+    assert explorer.view.value != first
+    explorer.controls["prompt"].value = "i am"
+    explorer.controls["temperature"].value = 1.0
+    assert explorer.view.value == first and explorer.readout.value == words
+    assert [t.get_text() for t in explorer.heat_ax.get_xticklabels()] == ["<bos>", "i", "am"]
 
 
 def _fake_run(steps=(0, 10, 20)):
