@@ -14,7 +14,8 @@ _FIX_KV = [("keys.reshape(b, n, num_heads, d).transpose(1, 2)", "keys.reshape(b,
            ("values.reshape(b, n, num_heads, d).transpose(1, 2)", "values.reshape(b, num_heads, n, d)")]
 
 MISTAKES = [
-    # Exercise 1: grouped-query attention (5 points: shape, g = h, g = 1, grouping, ValueError).
+    # Exercise 1: grouped-query attention (5 points: shape and averages, g = h, g = 1, grouping,
+    # ValueError).
     M("c05-gqa-tiled", "grouped_query_attention", "test_grouped_query_attention",
       [("k = k.repeat_interleave(group, dim=1)", "k = k.repeat(1, group, 1, 1)"),
        ("v = v.repeat_interleave(group, dim=1)", "v = v.repeat(1, group, 1, 1)")],
@@ -26,7 +27,7 @@ MISTAKES = [
       _GQA_SPLITS, "heads split without moving the axis", earns=2),
     M("c05-gqa-softmax-queries", "grouped_query_attention", "test_grouped_query_attention",
       [("/ d ** 0.5, dim=-1)", "/ d ** 0.5, dim=-2)")],
-      "softmax over the queries: each query's weights must sum to 1 over the keys", earns=2),
+      "softmax over the queries: each query's weights must sum to 1 over the keys", earns=1),
     M("c05-gqa-no-value-error", "grouped_query_attention", "test_grouped_query_attention",
       [("    if width % num_heads:\n"
         "        raise ValueError(f\"num_heads={num_heads} does not divide the query width {width}\")\n"
@@ -35,18 +36,21 @@ MISTAKES = [
         "")],
       "expected a ValueError naming", earns=4),
     # Exercise 2: predictions (4 points, one per prediction).
-    M("c05-predict-no-bias", "predictions", "test_predictions",
-      [("predicted_mha_parameters = 4 * (256 * 256 + 256)", "predicted_mha_parameters = 4 * 256 * 256")],
-      "the biases are left out", earns=3),
     M("c05-predict-gqa-no-saving", "predictions", "test_predictions",
       [("2 * (256 * 256 + 256) + 2 * (256 * 64 + 64)", "4 * (256 * 256 + 256)")],
       "no saving: W_k and W_v now produce 2 heads of size 32", earns=3),
+    M("c05-predict-gqa-no-bias", "predictions", "test_predictions",
+      [("2 * (256 * 256 + 256) + 2 * (256 * 64 + 64)", "2 * 256 * 256 + 2 * 256 * 64")],
+      "the biases are left out", earns=3),
     M("c05-predict-ratio-upside-down", "predictions", "test_predictions",
       [("predicted_cache_ratio = 8 / 2", "predicted_cache_ratio = 2 / 8")],
       "upside down: the multi-head cache is the larger one", earns=3),
     M("c05-predict-weights-per-kv-head", "predictions", "test_predictions",
       [("(2, 8, 5, 7)", "(2, 2, 5, 7)")],
       "one weight map per query head, not per K/V head", earns=3),
+    M("c05-predict-macs-shared", "predictions", "test_predictions",
+      [("predicted_attention_macs = 8 * 2 * 5 * 7 * 32", "predicted_attention_macs = 2 * 2 * 5 * 7 * 32")],
+      "sharing keys and values does not share the products", earns=3),
     # Exercise 3: find and fix (3 points: locality 1, per-head attention 2).
     M("c05-fix-unchanged", "heads_attention", "test_heads_attention", [_FIX_Q, *_FIX_KV],
       "heads split without moving the axis: reshape(b, h, n, d)", earns=0),
@@ -57,14 +61,14 @@ MISTAKES = [
       "merged without moving the axis back", earns=0),
     M("c05-fix-no-scale", "heads_attention", "test_heads_attention",
       [("/ d ** 0.5, dim=-1)", ", dim=-1)")], "the scores are not divided by √d", earns=1),
-    # Exercise 4: mean attention distance (2 points: shape 0.5, distances 1, row order 0.5).
+    # Exercise 4: mean attention distance (2 points: shape and distances 1.5, row order 0.5).
     M("c05-signed-distance", "mean_attention_distance", "test_mean_attention_distance",
-      [(").abs()", ")")], "a distance is |q - k|, never negative", earns=1),
+      [(").abs()", ")")], "a distance is |q - k|, never negative", earns=0.5),
     M("c05-summed-queries", "mean_attention_distance", "test_mean_attention_distance",
-      [("per_query.mean(dim=-1)", "per_query.sum(dim=-1)")], "4 times too large", earns=1),
+      [("per_query.mean(dim=-1)", "per_query.sum(dim=-1)")], "4 times too large", earns=0.5),
     M("c05-averaged-keys", "mean_attention_distance", "test_mean_attention_distance",
       [("(weights * distance).sum(dim=-1)", "(weights * distance).mean(dim=-1)")],
-      "4 times too small", earns=1),
+      "4 times too small", earns=0.5),
     M("c05-rows-heads-first", "mean_attention_distance", "test_mean_attention_distance",
       [(".reshape(rows // num_heads, num_heads)", ".reshape(num_heads, rows // num_heads).T")],
       "rows read heads first", earns=1.5),
@@ -94,10 +98,10 @@ def grouped_query_attention(queries, keys, values, num_heads, num_kv_heads):
     return torch.cat(heads, dim=-1)
 '''),
     A("predictions", '''# Worked out by hand before running anything.
-predicted_mha_parameters = 263_168          # 4 · 256 · 256 weights + 4 · 256 biases
-predicted_gqa_parameters = 164_480          # W_q, W_o as before; W_k, W_v: 256 x 64 + 64 each
+predicted_gqa_parameters = 164_480          # W_q, W_o: 256 x 256 + 256 each; W_k, W_v: 256 x 64 + 64 each
 predicted_cache_ratio = 4.0                 # 8 K/V heads against 2
 predicted_weights_shape = [2, 8, 5, 7]
+predicted_attention_macs = 17_920           # 2 · m · n · D = 2 · 5 · 7 · 256, as without sharing
 '''),
     A("heads_attention", '''def heads_attention(queries, keys, values, num_heads):
     """The heads as a (b, len, h, d) view, attended with einsum: no transpose needed."""
