@@ -51,7 +51,7 @@ OTHER_CPU := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 LANE2_TESTS := tests/test_grading_hostile.py tests/test_grading_resume.py \
                tests/test_exercises.py tests/test_feedback_diagnoses.py \
                tests/test_grading_lms_export.py tests/test_grading_workflow.py \
-               tests/test_null_submissions.py \
+               tests/test_null_submissions.py tests/test_grading_faults.py \
                tests/test_fresh_clone.py tests/test_training_transformer.py
 LANE2_LOG := tests/artifacts/lane2.log
 

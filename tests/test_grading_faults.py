@@ -230,7 +230,9 @@ def small_disk(folder: pathlib.Path, megabytes: int):
     result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs",
                              str(folder)], capture_output=True, text=True)
     if result.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {result.stderr.strip()}")
+        pytest.fail(f"cannot mount a small tmpfs to fill a disk: {result.stderr.strip()}; "
+                    f"run the grading tests as root (.ci/run does), or with the permission to "
+                    f"mount a tmpfs")
     try:
         yield folder
     finally:
