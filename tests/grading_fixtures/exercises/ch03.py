@@ -4,20 +4,26 @@ second correct answer to every exercise (see ``grading_fixtures.exercise_kit``).
 from grading_fixtures.exercise_kit import A, M  # noqa: F401
 
 MISTAKES = [
-    # Exercise 1 (predict): the entropy of one query's weights as its valid length shrinks.
-    M("c03-predict-uniform-at-5", "predict_entropy", "test_predict_entropy",
-      [("entropy_at_5 = 0.03", "entropy_at_5 = math.log(5)")],
-      "nearly one-hot: key 4 scores 7 more than the others", earns=1),
-    M("c03-predict-in-bits", "predict_entropy", "test_predict_entropy",
-      [("entropy_at_4 = math.log(4)", "entropy_at_4 = math.log2(4)"),
-       ("entropy_at_2 = math.log(2)", "entropy_at_2 = math.log2(2)")],
-      "is in bits (log base 2)", earns=1),
-    M("c03-predict-no-renormalising", "predict_entropy", "test_predict_entropy",
-      [("entropy_at_4 = math.log(4)", "entropy_at_4 = 0.01")],
-      "shares all of the weight out again", earns=1),
-    M("c03-predict-one-key-too-many", "predict_entropy", "test_predict_entropy",
-      [("entropy_at_2 = math.log(2)", "entropy_at_2 = math.log(3)")],
-      "counts one key too many", earns=1),
+    # Exercise 1 (predict): the √d argument on cases the lesson did not run.
+    M("c03-predict-std-before-scaling", "sqrt_d_predictions", "test_sqrt_d_predictions",
+      [("score_std = 21 / 7", "score_std = 21")],
+      "before the division by √d", earns=3),
+    M("c03-predict-scaling-normalises", "sqrt_d_predictions", "test_sqrt_d_predictions",
+      [("score_std = 21 / 7", "score_std = 1.0")],
+      "has spread 1 only when the entries have variance 1", earns=3),
+    M("c03-predict-own-key-like-random", "sqrt_d_predictions", "test_sqrt_d_predictions",
+      [("own_key_weight = 1 / (1 + 9 * math.exp(0.5 - 8))", "own_key_weight = 0.33")],
+      "the largest weight of a random query", earns=3),
+    M("c03-predict-jacobian-diagonal-only", "sqrt_d_predictions", "test_sqrt_d_predictions",
+      [("jacobian_uniform = math.sqrt(5 - 1) / 5", "jacobian_uniform = math.sqrt(5) / 5"),
+       ("jacobian_pair = math.sqrt(4 / 16)", "jacobian_pair = math.sqrt(2) / 2")],
+      "that is the norm of diag(α) alone", earns=2),
+    M("c03-predict-jacobian-squared", "sqrt_d_predictions", "test_sqrt_d_predictions",
+      [("jacobian_pair = math.sqrt(4 / 16)", "jacobian_pair = 4 / 16")],
+      "the norm is its square root", earns=3),
+    M("c03-predict-pair-like-one-hot", "sqrt_d_predictions", "test_sqrt_d_predictions",
+      [("jacobian_pair = math.sqrt(4 / 16)", "jacobian_pair = 0.0")],
+      "only a one-hot row has a zero Jacobian", earns=3),
 
     # Exercise 2 (variant): additive attention with one valid length per query.
     M("c03-add-no-tanh", "additive_attention", "test_additive_attention",
@@ -52,9 +58,13 @@ MISTAKES = [
       "your message does not name valid_lens", earns=3),
 
     # Exercise 3 (find and fix): lengths tiled instead of repeated in a flattened masked softmax.
+    # The draft unchanged: every check runs lengths that differ between sequences, so it earns 0.
     M("c03-fix-still-tiled", "padded_attention", "test_padded_attention",
       [("valid_lens.repeat_interleave(m)", "valid_lens.repeat(m)")],
-      "the lengths are tiled, not repeated", earns=1.5),
+      "the lengths are tiled, not repeated"),
+    M("c03-fix-2d-branch-broken", "padded_attention", "test_padded_attention",
+      [("lens = valid_lens.reshape(-1)", "lens = valid_lens.T.reshape(-1)")],
+      "outputs (query i of sequence b must average the", earns=2.5),
     M("c03-fix-keys-not-transposed", "padded_attention", "test_padded_attention",
       [("queries @ keys.transpose(1, 2)", "queries @ keys")],
       "scores need Q Kᵀ: transpose the keys' last two axes"),
@@ -84,12 +94,14 @@ MISTAKES = [
 ]
 
 ALTERNATIVES = [
-    A("predict_entropy", """\
-# Key 4 outscores the others by 7: weight 1 / (1 + 4 e^-7), almost all of it.
-entropy_at_5 = 0.0
-# Masking key 4 leaves equal scores: uniform weights, entropy ln L.
-entropy_at_4 = 1.386
-entropy_at_2 = 0.693
+    A("sqrt_d_predictions", """\
+# Each term q_j k_j has variance 1 * 3**2; 49 of them, then divided by sqrt(49).
+score_std = math.sqrt(49 * 9) / math.sqrt(49)
+# Scaled self-score sqrt(64) = 8 against spread-1 scores: practically all the weight.
+own_key_weight = 0.99
+# Frobenius norm of diag(a) - a a^T, written out entry by entry.
+jacobian_uniform = math.sqrt(5 * (0.2 - 0.04) ** 2 + 20 * 0.04 ** 2)
+jacobian_pair = math.sqrt(2 * 0.25 ** 2 + 2 * 0.25 ** 2)
 """),
     A("additive_attention", '''\
 def additive_attention(queries, keys, values, W_q, W_k, w_v, valid_lens):
