@@ -26,27 +26,27 @@ MISTAKES = [
     # Exercise 2 (practice): attend.
     M("c01-attend-softmax-queries", "attend", "test_attend",
       [("torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=1)")],
-      "each query's weights must sum to 1 over the keys", earns=0.5),
+      "each query's weights must sum to 1 over the keys", earns=0.25),
     M("c01-attend-keys-not-transposed", "attend", "test_attend",
       [("queries @ keys.transpose(-2, -1)", "queries @ keys")],
-      "scores need Q Kᵀ: transpose the keys' last two axes", earns=0.5),
+      "scores need Q Kᵀ: transpose the keys' last two axes", earns=0.25),
     M("c01-attend-no-sqrt-d", "attend", "test_attend",
       [("/ (math.sqrt(d) * temperature)", "/ temperature")],
-      "the scores are not scaled by sqrt(d)", earns=1.5),
+      "the scores are not scaled by sqrt(d)", earns=0.5),
     M("c01-attend-times-temperature", "attend", "test_attend",
       [("/ (math.sqrt(d) * temperature)", "* temperature / math.sqrt(d)")],
-      "a large temperature must flatten the weights", earns=2.5),
+      "a large temperature must flatten the weights", earns=1.5),
     M("c01-attend-swapped-pair", "attend", "test_attend",
       [("return weights @ values, weights", "return weights, weights @ values")],
-      "return the pair (outputs, weights), in that order", earns=0.5),
+      "return the pair (outputs, weights), in that order", earns=0.25),
     M("c01-attend-exp-overflow", "attend", "test_attend",
       [("weights = torch.softmax(scores, dim=-1)",
         "weights = torch.exp(scores) / torch.exp(scores).sum(dim=-1, keepdim=True)")],
-      "weights for huge scores are not finite: exp overflowed", earns=2.5),
+      "weights for huge scores are not finite: exp overflowed", earns=1.75),
     M("c01-attend-temperature-unchecked", "attend", "test_attend",
       [("    if not temperature > 0:\n"
         "        raise ValueError(f\"temperature must be > 0, got {temperature}\")\n", "")],
-      "attend(q, k, v, temperature=0): expected a ValueError", earns=2.5),
+      "attend(q, k, v, temperature=0): expected a ValueError", earns=1.75),
     # Exercise 3 (find and fix): temperature_sweep.
     M("c01-sweep-left-unfixed", "temperature_sweep", "test_temperature_sweep",
       [("dim=-1)", "dim=0)")], "this is still the colleague's output"),
@@ -54,23 +54,31 @@ MISTAKES = [
       [("dim=-1)    # (k, n): over the keys", "dim=-1).T")], "your rows are the keys"),
     M("c01-sweep-times-temperature", "temperature_sweep", "test_temperature_sweep",
       [("scores[None, :] / temps[:, None]", "scores[None, :] * temps[:, None]")],
-      "a large temperature must flatten the weights", earns=2),
+      "a large temperature must flatten the weights", earns=1),
     M("c01-sweep-no-sqrt-d", "temperature_sweep", "test_temperature_sweep",
       [("keys @ query / math.sqrt(d)", "keys @ query")],
-      "the scores are not divided by sqrt(d) any more", earns=2),
+      "the scores are not divided by sqrt(d) any more", earns=1),
     # Exercise 4 (variant): query_for_weights.
     M("c01-query-no-sqrt-d", "query_for_weights", "test_query_for_weights",
-      [("math.sqrt(d) * temperature * target_scores", "temperature * target_scores")],
+      [("math.sqrt(d) * temperature * torch.log", "temperature * torch.log")],
       "too flat: the softmax divides", earns=1.5),
     M("c01-query-no-temperature", "query_for_weights", "test_query_for_weights",
-      [("math.sqrt(d) * temperature * target_scores", "math.sqrt(d) * target_scores")],
+      [("math.sqrt(d) * temperature * torch.log", "math.sqrt(d) * torch.log")],
       "your query ignores the temperature", earns=2.5),
-    M("c01-query-rank-unchecked", "query_for_weights", "test_query_for_weights",
-      [("    if torch.linalg.matrix_rank(keys) < n:\n", "    if False:\n")],
-      "the lesson's four keys (keys 3 and 4 are equal", earns=2.5),
+    M("c01-query-demands-independent-keys", "query_for_weights", "test_query_for_weights",
+      [("    # softmax ignores a common shift c",
+        "    if torch.linalg.matrix_rank(keys) < n:\n"
+        "        raise ValueError(\"the keys must be linearly independent\")\n"
+        "    # softmax ignores a common shift c")],
+      "some query does reach these weights", earns=2.5),
+    M("c01-query-no-shift", "query_for_weights", "test_query_for_weights",
+      [("system = torch.cat([keys.double(), torch.ones(n, 1, dtype=torch.float64)], dim=1)",
+        "system = keys.double()"),
+       ("    if miss > 1e-5 * (1 + target.abs().max().item()):", "    if False:")],
+      "softmax ignores a shift of all scores, so solve", earns=2.5),
     M("c01-query-zero-weight-accepted", "query_for_weights", "test_query_for_weights",
       [("if not bool((weights > 0).all()):", "if bool((weights < 0).any()):")],
-      "a weight of 0: expected a ValueError", earns=2.5),
+      "a weight of 0: expected a ValueError", earns=3.5),
 ]
 
 ALTERNATIVES = [
@@ -110,9 +118,14 @@ entropy_e = 2 * 0.6931        # uniform over four keys
         raise ValueError("the temperature must be positive")
     if weights.min() <= 0 or (weights.sum() - 1).abs() > 1e-4:
         raise ValueError("each weight must be positive and the weights must sum to 1")
-    if int(torch.linalg.matrix_rank(keys)) != n:
-        raise ValueError("these keys are not linearly independent")
-    rhs = torch.log(weights) * temperature * d ** 0.5            # the scores keys @ q we need
-    return torch.linalg.lstsq(keys, rhs[:, None]).solution.squeeze(1)
+    # Centre the log-weights and the keys: a common shift of the scores drops out.
+    rhs = (torch.log(weights.double()) * temperature * d ** 0.5)
+    rhs = rhs - rhs.mean()
+    centred = keys.double() - keys.double().mean(dim=0)
+    q = torch.linalg.lstsq(centred, rhs[:, None], driver="gelsd").solution.squeeze(1)
+    scores = centred @ q
+    if not torch.allclose(scores - scores.mean(), rhs, atol=1e-4 * (1 + float(rhs.abs().max()))):
+        raise ValueError("there is no query for these weights with these keys")
+    return q.float()
 '''),
 ]
