@@ -161,6 +161,8 @@ def test_glyph_cache_draws_the_pixels_agg_draws():
     ax.set(xlabel="position i", title="P[i, column] ×")
     ax.text(0.3, 0.4, "0.25", rotation=60, fontsize=7, color="white")
     ax.text(0.6, 0.5, "<bos> je", rotation=90, fontweight="bold")
+    ax.set_xticks(np.linspace(0, 1, 23), [f"{k % 7}.{k % 3}" for k in range(23)], rotation=40)
+    ax.set_yticks(np.linspace(0, 1, 11), [str(10 * k) for k in range(11)])
     pictures = []
     FigureCanvasAgg(fig).draw()
     pictures.append(np.asarray(fig.canvas.buffer_rgba()).copy())
@@ -168,5 +170,8 @@ def test_glyph_cache_draws_the_pixels_agg_draws():
     for _ in range(2):                                    # the second time: from its cache
         canvas.draw()
         pictures.append(np.asarray(canvas.buffer_rgba()).copy())
-    assert len(canvas.get_renderer()._texts) >= 4
+    renderer = canvas.get_renderer()
+    assert len(renderer._layouts) >= 30
+    pasted = sum(len(s) for s, *_ in renderer._layouts)       # glyphs drawn per figure
+    assert len(renderer._glyphs) < pasted                     # some reused at other pixels
     assert np.array_equal(pictures[0], pictures[1]) and np.array_equal(pictures[0], pictures[2])

@@ -78,65 +78,74 @@ class ExplorerBox(widgets.VBox):
 
 
 class GlyphCachingRenderer(RendererAgg):
-    """``RendererAgg`` that keeps the glyph bitmaps of the plain text it draws.
+    """``RendererAgg`` that keeps the layouts of the strings and the bitmaps of the glyphs of the
+    plain text it draws.
 
-    An explorer redraws the same labels at the same places again and again (tick labels, the
-    numbers in heatmap cells). Agg lays every string out and renders each glyph anew, ~0.3 ms a
-    label on a small CPU. Here the bitmaps of a string are kept per (string, font, angle, exact
-    position, hinting) and pasted with Agg's own ``draw_text_image``, as ``draw_text`` does: the
-    pixels are the same. Math text and text with font features or a language go the usual way.
+    An explorer draws the same labels and digits again and again (tick labels, the numbers in
+    heatmap cells). Agg lays every string out and renders each glyph anew, ~0.3 ms a label on a
+    small CPU. Here a string's layout is kept per (string, font), and a glyph's bitmap per
+    (glyph, font, angle, position within its pixel): FreeType renders a glyph moved by whole
+    pixels to the same bitmap, moved, so pasting the kept bitmap with Agg's own
+    ``draw_text_image`` gives the pixels ``RendererAgg.draw_text`` gives (tested). Math text and
+    text with font features or a language go the usual way.
     """
 
-    max_texts = 4096
+    max_entries = 20_000
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._texts = collections.OrderedDict()
+        self._layouts, self._glyphs = {}, {}
 
     def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
         if ismath or (mtext is not None and (mtext.get_fontfeatures() is not None
                                              or mtext.get_language() is not None)):
             return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
-        key = (s, hash(prop), prop.get_size_in_points(), float(angle), float(x), float(y),
-               bool(gc.get_antialiased()), get_hinting_flag(), self.dpi, self.height)
-        glyphs = self._texts.get(key)
-        if glyphs is None:
-            try:
-                glyphs = self._render_glyphs(gc, x, y, s, prop, angle, mtext)
-            except (AttributeError, TypeError):      # matplotlib's private font API moved
-                return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
-            self._texts[key] = glyphs
-            if len(self._texts) > self.max_texts:
-                self._texts.popitem(last=False)
+        try:
+            glyphs = self._placed_glyphs(gc, x, y, s, prop, angle)
+        except (AttributeError, TypeError):          # matplotlib's private font API moved
+            return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
         for buffer, left, bottom in glyphs:
             self._renderer.draw_text_image(buffer, left, bottom, 0, gc)
 
-    def _render_glyphs(self, gc, x, y, s, prop, angle, mtext) -> list:
-        """What ``RendererAgg.draw_text`` pastes: [(bitmap, left, bottom), ...]."""
-        font = self._prepare_font(prop)
-        items = font._layout(
-            s, flags=get_hinting_flag(),
-            features=mtext.get_fontfeatures() if mtext is not None else None,
-            language=mtext.get_language() if mtext is not None else None)
-        size = prop.get_size_in_points()
+    def _placed_glyphs(self, gc, x, y, s, prop, angle) -> list:
+        """[(bitmap, left, bottom), ...]: what ``RendererAgg.draw_text`` pastes, in its order.
+
+        The arithmetic is ``RendererAgg._draw_text_glyphs_and_boxes``'s for plain text (no
+        slant, no stretch): each glyph moved to round(64 · position) in 26.6 fixed point.
+        """
+        flags, size = get_hinting_flag(), prop.get_size_in_points()
+        if len(self._layouts) > self.max_entries or len(self._glyphs) > self.max_entries:
+            self._layouts.clear(), self._glyphs.clear()
+        layout_key = (s, hash(prop), size, self.dpi, flags)
+        items = self._layouts.get(layout_key)
+        if items is None:
+            font = self._prepare_font(prop)
+            items = self._layouts[layout_key] = [
+                (item.ft_object, item.glyph_index, item.x, item.y)
+                for item in font._layout(s, flags=flags, features=None, language=None)]
         cos, sin = math.cos(math.radians(angle)), math.sin(math.radians(angle))
-        load_flags = get_hinting_flag()
-        mode = RenderMode.NORMAL if gc.get_antialiased() else RenderMode.MONO
-        glyphs = []
-        for item in items:                   # as RendererAgg._draw_text_glyphs_and_boxes
-            font, dx, dy = item.ft_object, item.x, item.y
-            font.set_size(size, self.dpi)
-            font._set_transform(
-                (0x10000 * np.array([[cos, -sin], [sin, cos]])
-                 @ [[1, 0], [0, 1]]).round().astype(int),
-                [round(0x40 * (x + dx * cos - dy * sin)),
-                 round(0x40 * (self.height - y + dx * sin + dy * cos))])
-            bitmap = font._render_glyph(item.glyph_index, load_flags, mode)
-            buffer = np.array(bitmap.buffer, copy=True)
-            if not gc.get_antialiased():
-                buffer *= 0xff
-            glyphs.append((buffer, bitmap.left, int(self.height) - bitmap.top + buffer.shape[0]))
-        return glyphs
+        antialiased = bool(gc.get_antialiased())
+        placed = []
+        for font, index, dx, dy in items:
+            tx = round(0x40 * (x + dx * cos - dy * sin))
+            ty = round(0x40 * (self.height - y + dx * sin + dy * cos))     # FreeType's y: up
+            key = (font.fname, size, self.dpi, flags, index, angle, antialiased, tx & 63, ty & 63)
+            glyph = self._glyphs.get(key)
+            if glyph is None:                        # rendered within its pixel, kept
+                font.set_size(size, self.dpi)
+                font._set_transform(
+                    (0x10000 * np.array([[cos, -sin], [sin, cos]])).round().astype(int),
+                    [tx & 63, ty & 63])
+                bitmap = font._render_glyph(
+                    index, flags, RenderMode.NORMAL if antialiased else RenderMode.MONO)
+                buffer = np.array(bitmap.buffer, copy=True)
+                if not antialiased:
+                    buffer *= 0xff
+                glyph = self._glyphs[key] = (buffer, bitmap.left, bitmap.top)
+            buffer, left, top = glyph
+            placed.append((buffer, left + (tx >> 6),
+                           int(self.height) - (top + (ty >> 6)) + buffer.shape[0]))
+        return placed
 
 
 class GlyphCachingCanvas(FigureCanvasAgg):
