@@ -56,6 +56,9 @@ class AttentionCuesExplorer(BlittedExplorer):
     def animated_artists(self):
         return [*self.bars, *self.bar_labels, self.image]
 
+    def frame_key(self, state):
+        return tuple(self.values().items())          # the picture follows the controls alone
+
     def compute(self, q1, q2, q3, temperature) -> dict:
         query = torch.tensor([[q1, q2, q3]], dtype=torch.float32)     # (1, 3)
         output, weights = soft_address(query, self.keys, self.values_, temperature=temperature)

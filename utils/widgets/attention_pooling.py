@@ -12,7 +12,7 @@ from matplotlib.ticker import NullLocator
 from utils.pooling import (KERNELS, leave_one_out_curve, leave_one_out_error, make_regression_data,
                            mean_squared_error, nadaraya_watson, train_parametric,
                            uncovered_queries)
-from utils.widgets.base import BlittedExplorer
+from utils.widgets.base import BlittedExplorer, one_torch_thread
 
 KERNEL_LABELS = {"gaussian": "Gaussian", "boxcar": "boxcar", "epanechnikov": "Epanechnikov",
                  "laplace": "Laplace"}
@@ -59,6 +59,9 @@ class AttentionPoolingExplorer(BlittedExplorer):
                                          step=N_TRAIN_STEP, description="training size",
                                          style=style),
         }
+        for size in range(N_TRAIN_MIN, N_TRAIN_MAX + 1, N_TRAIN_STEP):
+            with one_torch_thread():             # every size the slider reaches: ~0.15 s
+                self.data(size)
         super().__init__(controls, figsize=(10.5, 3.0))
 
     # -- cached, per training size / kernel ----------------------------------------------
@@ -116,6 +119,18 @@ class AttentionPoolingExplorer(BlittedExplorer):
         return [self.truth_line, self.fit_line, self.points, self.uncovered_marks, self.image,
                 self.ax_map.xaxis, self.loo_line, self.sigma_line, self.trained_line,
                 self.best_mark]
+
+    def cached_layers(self) -> list:
+        """The heatmap's x axis follows the training size, the leave-one-out curve the
+        (kernel, size) too: drawn once per key and kept, so moving σ redraws the fit, the
+        heatmap, the σ line and the two marks over it only (in the order they had)."""
+        n_train, kernel = self.state["n_train"], self.state["kernel"]
+        return [(n_train, [self.ax_map.xaxis]),
+                ((kernel, self.ax_loo.get_ylim()), [self.loo_line])]
+
+    def frame_key(self, state):
+        # The controls, and the leave-one-out axis' top (it only grows, with what was seen).
+        return (*self.values().items(), self.ax_loo.get_ylim())
 
     def compute(self, sigma, kernel, n_train) -> dict:
         data, trained_w = self.data(n_train)

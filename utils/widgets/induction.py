@@ -72,6 +72,9 @@ class InductionExplorer(BlittedExplorer):
     def animated_artists(self):
         return [self.marker, *self.images]
 
+    def frame_key(self, state):
+        return tuple(self.values().items())          # the picture follows the controls alone
+
     def compute(self, step) -> dict:
         checkpoint = self.by_step[step]
         return {"checkpoint": checkpoint, **checkpoint_summary(checkpoint)}

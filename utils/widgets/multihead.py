@@ -163,6 +163,9 @@ class HeadsExplorer(BlittedExplorer):
     def animated_artists(self):
         return [self.image, *self.titles]
 
+    def frame_key(self, state):
+        return tuple(self.values().items())          # the picture follows the controls alone
+
     def compute(self, heads, valid_len) -> dict:
         key = (heads, valid_len)
         if key not in self.cache:              # 6 x 8 settings at most: each computed once

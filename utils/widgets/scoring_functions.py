@@ -146,6 +146,9 @@ class MaskExplorer(BlittedExplorer):
     def animated_artists(self):
         return [self.heatmap, *(label for row in self.labels for label in row)]
 
+    def frame_key(self, state):
+        return tuple(self.values().items())          # the picture follows the controls alone
+
     def compute(self, scoring, causal, **lengths) -> dict:
         t = self.tokens.shape[1]
         state = masked_weights(self.scores[scoring], [lengths[f"length_{i}"] for i in range(t)],
@@ -205,6 +208,9 @@ class ScaleExplorer(BlittedExplorer):
 
     def animated_artists(self):
         return [*self.bars, self.marker]
+
+    def frame_key(self, state):
+        return tuple(self.values().items())          # the picture follows the controls alone
 
     def compute(self, d, scaled) -> dict:
         return {"d": d, "scaled": scaled, **self.table[d, scaled]}

@@ -223,6 +223,9 @@ class CausalMaskExplorer(BlittedExplorer):
     def animated_artists(self):
         return [*self.curves.values(), self.image, self.map_title]
 
+    def frame_key(self, state):
+        return tuple(self.values().items())          # the picture follows the controls alone
+
     def compute(self, causal) -> dict:
         return {"causal": causal, **self.runs[causal]}
 
