@@ -115,18 +115,20 @@ class AttentionPoolingExplorer(BlittedExplorer):
         self._shown_curve = None         # (kernel, n_train) whose LOO curve is drawn
 
     def animated_artists(self) -> list:
-        # The heatmap's x axis is redrawn too: its ticks follow the training size.
+        # The heatmap's x axis is redrawn too: its ticks follow the training size; and the
+        # leave-one-out y axis, whose top follows the curves.
         return [self.truth_line, self.fit_line, self.points, self.uncovered_marks, self.image,
-                self.ax_map.xaxis, self.loo_line, self.sigma_line, self.trained_line,
-                self.best_mark]
+                self.ax_map.xaxis, self.ax_loo.yaxis, self.loo_line, self.sigma_line,
+                self.trained_line, self.best_mark]
 
     def cached_layers(self) -> list:
-        """The heatmap's x axis follows the training size, the leave-one-out curve the
-        (kernel, size) too: drawn once per key and kept, so moving σ redraws the fit, the
-        heatmap, the σ line and the two marks over it only (in the order they had)."""
+        """The heatmap's x axis follows the training size, the leave-one-out y axis its top,
+        the leave-one-out curve the kernel too: drawn once per key and kept, so moving σ redraws
+        the fit, the heatmap, the σ line and the two marks over it only (in the order they had).
+        """
         n_train, kernel = self.state["n_train"], self.state["kernel"]
-        return [(n_train, [self.ax_map.xaxis]),
-                ((kernel, self.ax_loo.get_ylim()), [self.loo_line])]
+        return [(n_train, [self.ax_map.xaxis]), (self.ax_loo.get_ylim(), [self.ax_loo.yaxis]),
+                (kernel, [self.loo_line])]
 
     def frame_key(self, state):
         # The controls, and the leave-one-out axis' top (it only grows, with what was seen).
@@ -172,9 +174,8 @@ class AttentionPoolingExplorer(BlittedExplorer):
             n = state["n_train"]
             self._loo_max[n] = max(self._loo_max.get(n, 0.0), float(curve.max()))
             top = loo_axis_top(self._loo_max[n])
-            if top != self.ax_loo.get_ylim()[1]:     # rare: the cached background is stale
+            if top != self.ax_loo.get_ylim()[1]:     # its y axis is a cached layer
                 self.ax_loo.set_ylim(0, top)
-                self._background = None
             self._shown_curve = curve_key
 
     def describe(self, state) -> str:
