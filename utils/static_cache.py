@@ -182,3 +182,17 @@ def generate_static(model: DecoderOnlyLM, prompt_tokens, max_new_tokens: int, *,
     finally:
         model.train(was_training)
     return out
+
+
+def kv_cache_sweep(path=None) -> dict:
+    """The figures ``tests/benchmarks/bench_kv_cache.py --write`` saved (lesson 8 shows them):
+    {"machine", "repeats", "lengths", "rate_flops_per_s", "runs": {"<kind> <m>": {"median", "min",
+    "max"}}, "flops", "batches", ...}; kinds: cached, uncached, bare, static, bare static."""
+    import json
+    import pathlib
+    path = pathlib.Path(path) if path else (pathlib.Path(__file__).resolve().parents[1] / "assets"
+                                            / "benchmarks" / "kv_cache.json")
+    if not path.is_file():
+        raise FileNotFoundError(f"no key/value-cache timings at {path}; make them with "
+                                f"python -m tests.benchmarks.bench_kv_cache --write {path}")
+    return json.loads(path.read_text(encoding="utf-8"))
