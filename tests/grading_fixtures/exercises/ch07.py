@@ -45,20 +45,25 @@ MISTAKES = [
       "take the softmax over the keys (the last axis)", earns=0),
     M("c07-keys-not-transposed", "causal_attention", "test_causal_attention",
       [("Q @ K.transpose(-2, -1)", "Q @ K")], "scores need Q Kᵀ", earns=0),
-    # Exercise 3: predictions (3 checks, one per number).
-    M("c07-ffn-no-biases", "predictions", "test_predictions",
-      [("(32 * 64 + 64 + 64 * 32 + 32) + 2 * (2 * 32)", "(32 * 64 + 64 * 32) + 2 * (2 * 32)")],
-      "the FFN's two nn.Linear layers have biases too", earns=2),
-    M("c07-heads-multiply", "predictions", "test_predictions",
-      [("predicted_encoder_block = 4 * 32 * 32", "predicted_encoder_block = 4 * 4 * 32 * 32")],
-      "the count does not depend on it", earns=2),
-    M("c07-decoder-two-norms", "predictions", "test_predictions",
-      [("+ 3 * (2 * 32)", "+ 2 * (2 * 32)")], "three layer norms", earns=2),
-    M("c07-decoder-one-attention", "predictions", "test_predictions",
-      [("predicted_decoder_block = 2 * (4 * 32 * 32)", "predicted_decoder_block = (4 * 32 * 32)")],
-      "a decoder block has two attention sublayers", earns=2),
-    M("c07-log2", "predictions", "test_predictions",
-      [("math.log(201)", "math.log2(201)")], "the natural logarithm", earns=2),
+    # Exercise 3: predictions (4 checks: 0.75, 0.5, 0.75 and 1 point).
+    M("c07-target-padding-masked", "predictions", "test_predictions",
+      [("changed_by_target_padding = 2", "changed_by_target_padding = 0")],
+      "the decoder masks only the future, not the target's padding", earns=2.25),
+    M("c07-earlier-read-it", "predictions", "test_predictions",
+      [("changed_by_target_padding = 2", "changed_by_target_padding = 6")],
+      "the causal mask keeps positions 0-3 from reading position 4", earns=2.25),
+    M("c07-padded-queries-skipped", "predictions", "test_predictions",
+      [("changed_by_source_word = 7", "changed_by_source_word = 4")],
+      "the mask hides padded KEYS, not padded queries", earns=2.5),
+    M("c07-residual-forgotten", "predictions", "test_predictions",
+      [("changed_by_source_padding = 1", "changed_by_source_padding = 0")],
+      "the residual connection adds X", earns=2.25),
+    M("c07-floor-zero", "predictions", "test_predictions",
+      [("smoothed_loss_floor = (", "smoothed_loss_floor = 0 * (")],
+      "is smallest when p is the target itself", earns=2),
+    M("c07-floor-uniform", "predictions", "test_predictions",
+      [("smoothed_loss_floor = (", "smoothed_loss_floor = math.log(201) + 0 * (")],
+      "that is the loss of the uniform prediction", earns=2),
     # Exercise 4: label smoothing over a padded batch (4 checks).
     M("c07-padding-counted", "smoothed_loss", "test_smoothed_loss",
       [("return (per_token * real).sum() / real.sum()", "return per_token.mean()")],
@@ -101,14 +106,13 @@ ALTERNATIVES = [
     weights = torch.stack(rows, dim=1)                   # (b, n, n)
     return torch.einsum("bij,bjv->biv", weights, V), weights
 '''),
-    A("predictions", '''# Your predictions: numbers or arithmetic only (no blocks built, nothing run).
-d, f = 32, 64
-attention = 4 * d * d                 # W_q, W_k, W_v, W_o without biases
-ffn = (d + 1) * f + (f + 1) * d       # two linear layers with biases
-norm = 2 * d                          # one layer norm: scale and shift
-predicted_encoder_block = attention + ffn + 2 * norm
-predicted_decoder_block = 2 * attention + ffn + 3 * norm
-predicted_uniform_loss = -math.log(1 / 201)
+    A("predictions", '''# Your predictions: numbers or arithmetic only (no model built, nothing run).
+changed_by_target_padding = 6 - 4          # positions 4 and 5: the causal mask hides it from 0-3
+changed_by_source_word = 7                 # every query, padded ones too, reads a real key
+changed_by_source_padding = 1              # only its own position (residual connection)
+V, eps = 201, 0.1
+right, other = 1 - eps + eps / V, eps / V
+smoothed_loss_floor = -(right * math.log(right) + (V - 1) * other * math.log(other))
 '''),
     A("smoothed_loss", '''def smoothed_loss(logits, targets, valid_lens, smoothing=0.1):
     """logits (batch, steps, V), targets (batch, steps), valid_lens (batch,) -> one number:
