@@ -7,32 +7,43 @@ NO_SIGMA_CHECK = ('    if not sigma > 0:\n'
                   '        raise ValueError(f"sigma must be > 0, got {sigma}")\n')
 
 MISTAKES = [
-    # Exercise 1 (predict): the limits of the width.
-    M("c02-limits-swapped", "predictions", "test_predictions",
-      [("predicted_wide = 3.0", "predicted_wide = 6.0"),
-       ("predicted_narrow = 2.0", "predicted_narrow = 3.0")],
-      "that is the nearest key's value", earns=1),
-    M("c02-wide-nearest", "predictions", "test_predictions",
-      [("predicted_wide = 3.0", "predicted_wide = 6.0")],
-      "that is the nearest key's value", earns=2),
+    # Exercise 1 (predict): a tie and the leave-one-out error at the two limits of the width.
     M("c02-tie-one-key", "predictions", "test_predictions",
-      [("predicted_tie = 1.0", "predicted_tie = 0.0")],
-      "x = 2 is equally far from the keys 1 and 3", earns=2),
+      [("predicted_tie = (0 + 2) / 2", "predicted_tie = 0.0")],
+      "x = 2 is equally far from the keys 1 and 3", earns=3),
     M("c02-tie-mean", "predictions", "test_predictions",
-      [("predicted_tie = 1.0", "predicted_tie = 3.0")],
-      "that is the mean of y_small", earns=2),
-    # Exercise 2 (find and fix): the classmate's softmax over the queries.
+      [("predicted_tie = (0 + 2) / 2", "predicted_tie = 3.0")],
+      "that is the mean of y_small", earns=3),
+    M("c02-loo-training-error", "predictions", "test_predictions",
+      [("loo_narrow = (16 + 16 + 4 + 16) / 4", "loo_narrow = 0.0"),
+       ("loo_wide = ((8 / 3 - 4) ** 2 + (4 - 0) ** 2 + (10 / 3 - 2) ** 2 + (2 - 6) ** 2) / 4",
+        "loo_wide = ((4 - 3) ** 2 + (0 - 3) ** 2 + (2 - 3) ** 2 + (6 - 3) ** 2) / 4")],
+      "that is the training error", earns=1),
+    M("c02-loo-prediction-summed", "predictions", "test_predictions",
+      [("loo_wide = ((8 / 3 - 4) ** 2 + (4 - 0) ** 2 + (10 / 3 - 2) ** 2 + (2 - 6) ** 2) / 4",
+        "loo_wide = (8 / 3 - 4) ** 2 + (4 - 0) ** 2 + (10 / 3 - 2) ** 2 + (2 - 6) ** 2")],
+      "that is the sum of the four squared errors", earns=2.5),
+    M("c02-loo-limits-swapped", "predictions", "test_predictions",
+      [("loo_narrow = (16 + 16 + 4 + 16) / 4", "loo_narrow = 80 / 9"),
+       ("loo_wide = ((8 / 3 - 4) ** 2 + (4 - 0) ** 2 + (10 / 3 - 2) ** 2 + (2 - 6) ** 2) / 4",
+        "loo_wide = 13.0")],
+      "that is the limit of a", earns=1),
+    # Exercise 2 (find and fix): the classmate's exp underflows to 0/0 at a narrow width.
     M("c02-fix-not-found", "gaussian_nadaraya_watson", "test_gaussian_nadaraya_watson",
+      [("    weights = torch.softmax(scores, dim=1)",
+        "    weights = torch.exp(scores) / torch.exp(scores).sum(dim=1, keepdim=True)")],
+      "every kernel value exp(score) of a query underflowed to 0"),
+    M("c02-fix-wrong-axis", "gaussian_nadaraya_watson", "test_gaussian_nadaraya_watson",
       [("torch.softmax(scores, dim=1)", "torch.softmax(scores, dim=0)")],
-      "each column sums to 1 over the queries", earns=1),
+      "each column sums to 1 over the queries"),
     M("c02-fix-no-two", "gaussian_nadaraya_watson", "test_gaussian_nadaraya_watson",
-      [("/ (2 * sigma ** 2)", "/ sigma ** 2")], "you left out the 2", earns=2),
+      [("/ (2 * sigma ** 2)", "/ sigma ** 2")], "you left out the 2", earns=1),
     M("c02-fix-sigma-multiplies", "gaussian_nadaraya_watson", "test_gaussian_nadaraya_watson",
       [("/ (2 * sigma ** 2)", "* sigma ** 2 / 2")],
-      "sigma multiplies the distances instead of dividing them", earns=2),
+      "sigma multiplies the distances instead of dividing them", earns=0.5),
     M("c02-fix-no-sigma-check", "gaussian_nadaraya_watson", "test_gaussian_nadaraya_watson",
-      [(NO_SIGMA_CHECK, "")], "sigma <= 0 raises a ValueError whose message names sigma",
-      earns=2),
+      [(NO_SIGMA_CHECK, "")], "every sigma > 0 works, however small",
+      earns=1.5),
     # Exercise 4 (variant): the tricube kernel.
     M("c02-tri-signed-u", "tricube_nadaraya_watson", "test_tricube_nadaraya_watson",
       [("u = distances / sigma", "u = (x_query[:, None] - x_keys[None, :]) / sigma")],
@@ -73,10 +84,10 @@ MISTAKES = [
 
 ALTERNATIVES = [
     A("predictions", '''\
-# Your three predictions, as plain numbers, written before you run anything.
-predicted_wide = (4 + 0 + 2 + 6) / 4   # a huge width: uniform weights over the four values
-predicted_narrow = 2                   # a tiny width: the nearest key (3) takes it all
-predicted_tie = (0.0 + 2.0) / 2        # two nearest keys, equally near: an even split
+# Your three predictions, written before you run anything.
+predicted_tie = 1                       # keys 1 and 3 tie: an even split of 0 and 2
+loo_narrow = 13                         # each target from its nearest other key
+loo_wide = 80 / 9                       # each target from the mean of the other three
 '''),
     A("gaussian_nadaraya_watson", '''\
 def gaussian_nadaraya_watson(x_query, x_keys, y_values, sigma=1.0):
