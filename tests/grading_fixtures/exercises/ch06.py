@@ -14,30 +14,29 @@ MISTAKES = [
     M("c06-period-no-2pi", "predictions", "test_predictions",
       [("predicted_period = 2 * math.pi * 10000", "predicted_period = 10000")],
       "that is 1/ω, not the period", earns=2),
-    M("c06-layers-kernel-3", "predictions", "test_predictions",
-      [("predicted_layers = 50", "predicted_layers = 100")],
-      "100 is the path for kernel size 3", earns=2),
-    M("c06-layers-log-k", "predictions", "test_predictions",
-      [("predicted_layers = 50", "predicted_layers = math.ceil(math.log(101, 5))")],
-      "log_k n layers is for dilated convolutions", earns=2),
-    M("c06-crossing-lesson-d", "predictions", "test_predictions",
-      [("predicted_n = 64", "predicted_n = 32")],
-      "32 is where they cross for the lesson's d = 32", earns=2),
-    # Exercise 2 (find and fix): the bug left in, and the other typical mask and softmax bugs.
-    M("c06-mask-wrong-way-round", "causal_self_attention", "test_causal_self_attention",
-      [(".triu(1)", ".tril(-1)")], "a token still attends to later tokens", earns=0),
-    M("c06-diagonal-masked", "causal_self_attention", "test_causal_self_attention",
-      [(".triu(1)", ".triu(0)")], "token i may attend to itself", earns=0),
-    M("c06-no-sqrt-d", "causal_self_attention", "test_causal_self_attention",
-      [("(X @ X.transpose(-2, -1)) / math.sqrt(d)", "(X @ X.transpose(-2, -1))")],
-      "the scores are not scaled", earns=2),
-    M("c06-mask-after-softmax", "causal_self_attention", "test_causal_self_attention",
-      [('attn = torch.softmax(logits.masked_fill(future, float("-inf")), dim=-1)',
-        "attn = torch.softmax(logits, dim=-1).masked_fill(future, 0.0)")],
-      "the mask is applied after the softmax", earns=1),   # the normaliser still sees later tokens
-    M("c06-softmax-over-queries", "causal_self_attention", "test_causal_self_attention",
-      [('float("-inf")), dim=-1)', 'float("-inf")), dim=1)')],
-      "the softmax runs over the queries", earns=1),
+    M("c06-layers-contiguous", "predictions", "test_predictions",
+      [("predicted_layers = 7", "predicted_layers = 100")],
+      "that is the path for contiguous kernels", earns=2),
+    M("c06-layers-one-short", "predictions", "test_predictions",
+      [("predicted_layers = 7", "predicted_layers = 6")],
+      "one layer short", earns=2),
+    M("c06-distinct-every-position", "predictions", "test_predictions",
+      [("predicted_distinct = 4", "predicted_distinct = 8")],
+      "without positions, equal tokens are indistinguishable", earns=2),
+    # Exercise 2 (find and fix): the bug left in, and other typical shifts.
+    M("c06-shift-unchanged", "shift_encodings", "test_shift_encodings",
+      [("-2 * torch.arange(d // 2, dtype=torch.float64) / d", "-torch.arange(d // 2, dtype=torch.float64) / d")],
+      "pairs after the first turn at the wrong speed", earns=0),
+    M("c06-shift-wrong-way", "shift_encodings", "test_shift_encodings",
+      [("sin_x * torch.cos(angle) + cos_x * torch.sin(angle)", "sin_x * torch.cos(angle) - cos_x * torch.sin(angle)"),
+       ("cos_x * torch.cos(angle) - sin_x * torch.sin(angle)", "cos_x * torch.cos(angle) + sin_x * torch.sin(angle)")],
+      "turned the wrong way", earns=0),
+    M("c06-shift-one-angle", "shift_encodings", "test_shift_encodings",
+      [("angle = delta * omega", "angle = delta * torch.ones_like(omega)")],
+      "every pair turns by the same angle", earns=0),
+    M("c06-shift-base-ignored", "shift_encodings", "test_shift_encodings",
+      [("omega = base **", "omega = 10000.0 **")],
+      "the base argument is ignored", earns=2),
     # Exercise 4 (RoPE): a wrong rotation keeps the relative property but not the values.
     M("c06-rope-wrong-direction", "rotary", "test_rotary",
       [("Y[..., 0::2] = x_even * cos - x_odd * sin", "Y[..., 0::2] = x_even * cos + x_odd * sin"),
@@ -88,20 +87,20 @@ ALTERNATIVES = [
     A("predictions", '''\
 # Your three predictions: numbers (or arithmetic you can do by hand), written before running anything.
 predicted_period = 1987.0                 # 2π · 10000^(10/16) ≈ 6.283 · 316.2
-predicted_layers = math.ceil(100 / 2)     # 100 gaps, 2 positions per layer
-predicted_n = 64.0                        # the n² term catches up with the GRU's extra 4nd² at n = d
+predicted_layers = math.ceil(math.log2(101))   # reach 2^L - 1 must cover the 100 gaps: L = 7
+predicted_distinct = len(set("ABACBADA"))      # without positions a token's output depends on the token only
 '''),
-    A("causal_self_attention", '''\
-def causal_self_attention(X):
-    """X (batch, n, d) -> (outputs (batch, n, d), weights (batch, n, n)); token i sees tokens 0..i."""
-    batch, n, d = X.shape
-    rows = []
-    for i in range(n):                                                   # one query at a time
-        s = torch.einsum("bd,bkd->bk", X[:, i], X[:, : i + 1]) / d ** 0.5  # (batch, i + 1): keys 0..i
-        w = torch.softmax(s, dim=-1)
-        rows.append(torch.cat([w, X.new_zeros(batch, n - i - 1)], dim=-1))  # weight 0 for keys > i
-    weights = torch.stack(rows, dim=1)                                   # (batch, n, n)
-    return torch.einsum("bqk,bkd->bqd", weights, X), weights
+    A("shift_encodings", '''\
+def shift_encodings(P, delta, base=10000.0):
+    """Each pair as a complex number cos + i sin = e^(i x w), multiplied by e^(i delta w)."""
+    n, d = P.shape
+    j = torch.arange(d // 2, dtype=torch.float64)
+    omega = torch.pow(torch.tensor(float(base), dtype=torch.float64), -2.0 * j / d)
+    z = torch.complex(P[:, 1::2].double(), P[:, 0::2].double())           # (n, d/2)
+    z = z * torch.polar(torch.ones_like(omega), float(delta) * omega)
+    out = torch.empty(n, d, dtype=torch.float64)
+    out[:, 0::2], out[:, 1::2] = z.imag, z.real
+    return out.to(P.dtype)
 '''),
     A("rotary", '''\
 def rotary(X, positions, base=10000.0):
