@@ -64,7 +64,7 @@ MISTAKES = [
     M("c04-greedy-eos-kept", "greedy_batch", "test_greedy_batch",
       [("                    finished[i] = True",
         "                    finished[i] = True\n                    outputs[i].append(int(tokens[i]))")],
-      "the <eos> was kept in the list", earns=1),
+      "the <eos> was kept in the list", earns=0),
     # Exercise 5 (predict): 4 checks of 1 point.
     M("c04-predict-top1-zero", "predictions", "test_predictions",
       [("predicted_top1 = 1 / 6", "predicted_top1 = 0.0")],
