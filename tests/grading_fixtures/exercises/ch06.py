@@ -22,7 +22,7 @@ MISTAKES = [
       "one layer short", earns=2),
     M("c06-distinct-every-position", "predictions", "test_predictions",
       [("predicted_distinct = 4", "predicted_distinct = 8")],
-      "without positions, equal tokens are indistinguishable", earns=2),
+      "not one output per position", earns=2),
     # Exercise 2 (find and fix): the bug left in, and other typical shifts.
     M("c06-shift-unchanged", "shift_encodings", "test_shift_encodings",
       [("-2 * torch.arange(d // 2, dtype=torch.float64) / d", "-torch.arange(d // 2, dtype=torch.float64) / d")],
