@@ -29,7 +29,8 @@ import pytest
 
 from conftest import CHAPTERS, REPO
 from grading_fixtures.mistakes import solution_sources
-from grading_fixtures.null_submissions import is_prediction_cell, wrong_predictions
+from grading_fixtures.null_submissions import (answers_graded_as, is_prediction_cell,
+                                               wrong_predictions)
 
 ASSIGNMENTS = sorted(p.parent.name for p in CHAPTERS.glob("*/exercises.ipynb")
                      if os.environ.get("FIXTURE_CHAPTERS", "") in ("", p.parent.name))
@@ -41,20 +42,8 @@ def _nbgrader(cell) -> dict:
 
 
 def predict_answer_cells(instructor_nb) -> list:
-    """grade_ids of the answer cells a predict test cell grades (those since the previous test
-    cell), in notebook order."""
-    from utils.grading.exercise_table import rubric_of
-    found, pending = [], []
-    for cell in instructor_nb.cells:
-        meta = _nbgrader(cell)
-        if cell.cell_type == "code" and meta.get("solution"):
-            pending.append(meta["grade_id"])
-        elif cell.cell_type == "code" and meta.get("grade"):
-            rubric = rubric_of(cell.source)
-            if rubric and rubric[0] == "predict":
-                found += pending
-            pending = []
-    return found
+    """grade_ids of the answer cells a predict test cell grades."""
+    return answers_graded_as(instructor_nb, "predict")
 
 
 def significant_digits(text: str) -> int:

@@ -149,9 +149,9 @@ def locked_functions(nb) -> dict:
     return found
 
 
-def find_and_fix_answers(instructor_nb) -> list:
-    """grade_ids of the answer cells a find-and-fix test cell grades (those since the previous
-    test cell)."""
+def answers_graded_as(instructor_nb, kind: str) -> list:
+    """grade_ids of the answer cells that a test cell of this ``kind`` (find-and-fix, predict...)
+    grades: those since the previous test cell, in notebook order."""
     from utils.grading.exercise_table import rubric_of
     found, pending = [], []
     for cell in instructor_nb.cells:
@@ -160,10 +160,15 @@ def find_and_fix_answers(instructor_nb) -> list:
             pending.append(meta["grade_id"])
         elif cell.cell_type == "code" and meta.get("grade"):
             rubric = rubric_of(cell.source)
-            if rubric and rubric[0] == "find-and-fix":
+            if rubric and rubric[0] == kind:
                 found += pending
             pending = []
     return found
+
+
+def find_and_fix_answers(instructor_nb) -> list:
+    """grade_ids of the answer cells a find-and-fix test cell grades."""
+    return answers_graded_as(instructor_nb, "find-and-fix")
 
 
 def calls_the_draft(source: str, drafts: dict) -> str:
