@@ -32,8 +32,15 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Served from the repository root (lessons show figures from assets/), opened on chapters/.
+# `make lab LANG=zh-CN`: JupyterLab in Chinese (the language pack), for the *.zh-CN.ipynb
+# notebooks; any other LANG (a machine's own, e.g. en_US.UTF-8) opens it in English. Each
+# language keeps its settings in .venv/lab-settings/<language> (no "Jupyter news?" prompt).
+LAB_LANGUAGE := $(if $(filter zh-CN zh_CN,$(LANG)),zh-CN,en)
+LAB_SETTINGS := $(VENV)/lab-settings/$(LAB_LANGUAGE)
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters $(LAB_ARGS)
+	$(BIN)/python -m utils.i18n.lab $(LAB_SETTINGS) $(LAB_LANGUAGE)
+	LANG=$(if $(filter zh-CN,$(LAB_LANGUAGE)),C.UTF-8,$(LANG)) JUPYTERLAB_SETTINGS_DIR="$(CURDIR)/$(LAB_SETTINGS)" \
+	    $(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters $(LAB_ARGS)
 
 # `make test` runs two lanes at once, one per core (GNU make and a POSIX shell, no extra tool):
 # - lane 1: every unit, parity, grading and browser test, and the lessons under strict nbval;

@@ -267,3 +267,35 @@ def test_the_chinese_font_draws_chinese_without_missing_glyphs(monkeypatch):
         figure.canvas.draw()
     plt.close(figure)
     assert family == "Noto Sans CJK SC"
+
+
+def test_utils_messages_have_current_translations():
+    from utils.i18n import messages
+    found = messages.problems()
+    assert messages.source_messages(), "no _() message found in utils"
+    assert not found, f"{len(found)} problem(s) in utils.po:\n" + "\n".join(found[:30])
+
+
+def test_an_explorer_speaks_the_language_its_notebook_set(monkeypatch):
+    from utils.widgets.attention_cues import AttentionCuesExplorer
+    monkeypatch.setattr("utils.i18n._language", "en")
+    english = AttentionCuesExplorer()
+    set_language(CHINESE)
+    try:
+        chinese = AttentionCuesExplorer()
+    finally:
+        set_language("en")
+    assert "weights: [0.00, 1.00, 0.00, 0.00]" in english.readout.value
+    assert "权重：[0.00, 1.00, 0.00, 0.00]" in chinese.readout.value
+    assert chinese.controls["q3"].description == "查询分量 3"
+    assert english.controls["q3"].description == "query entry 3"
+
+
+def test_make_lab_settings_choose_the_language_and_silence_the_news_prompt(tmp_path):
+    import json
+    from utils.i18n.lab import write_settings
+    written = {p.name: json.loads(p.read_text()) for p in write_settings(tmp_path, CHINESE)}
+    assert written["plugin.jupyterlab-settings"] == {"locale": "zh_CN"}
+    assert written["notification.jupyterlab-settings"]["fetchNews"] == "false"
+    with pytest.raises(SystemExit, match="'fr' is not one the course speaks"):
+        write_settings(tmp_path, "fr")

@@ -73,7 +73,8 @@ def _http_get(url: str, timeout: float = 2.0) -> bytes:
         return response.read()
 
 
-def _write_lab_config(state_dir: pathlib.Path) -> dict[str, pathlib.Path]:
+def _write_lab_config(state_dir: pathlib.Path, settings: dict | None = None
+                      ) -> dict[str, pathlib.Path]:
     """Write config and user settings under ``state_dir``; return the folders the server uses."""
     dirs = {name: state_dir / name
             for name in ("config", "runtime", "workspaces", "user-settings", "checkpoints")}
@@ -81,10 +82,10 @@ def _write_lab_config(state_dir: pathlib.Path) -> dict[str, pathlib.Path]:
         path.mkdir(parents=True, exist_ok=True)
     (dirs["config"] / "labconfig").mkdir(exist_ok=True)
     (dirs["config"] / "labconfig" / "page_config.json").write_text(json.dumps(LAB_PAGE_CONFIG))
-    for relpath, settings in LAB_USER_SETTINGS.items():
+    for relpath, values in {**LAB_USER_SETTINGS, **(settings or {})}.items():
         path = dirs["user-settings"] / relpath
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(settings))
+        path.write_text(json.dumps(values))
     return dirs
 
 
@@ -93,9 +94,10 @@ def _log_tail(path: pathlib.Path, lines: int = 40) -> str:
 
 
 def start_jupyter_lab(root_dir: pathlib.Path, state_dir: pathlib.Path,
-                      log_path: pathlib.Path) -> JupyterLabServer:
-    """Start JupyterLab on a free loopback port and wait until ``/api/status`` answers."""
-    dirs = _write_lab_config(state_dir)
+                      log_path: pathlib.Path, settings: dict | None = None) -> JupyterLabServer:
+    """Start JupyterLab on a free loopback port and wait until ``/api/status`` answers
+    (``settings``: user settings besides LAB_USER_SETTINGS, by settings file)."""
+    dirs = _write_lab_config(state_dir, settings)
     port = _free_port()
     command = [
         sys.executable, "-m", "jupyterlab", "--no-browser",

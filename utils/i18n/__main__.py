@@ -5,7 +5,8 @@
     python -m utils.i18n build   [NOTEBOOK ...]   write lesson.zh-CN.ipynb / exercises.zh-CN.ipynb
     python -m utils.i18n build --execute [...]    ... and run them (committed executed)
 
-Without NOTEBOOK: every chapters/*/lesson.ipynb and exercises.ipynb.
+Without NOTEBOOK: every chapters/*/lesson.ipynb and exercises.ipynb, and (update, check)
+utils' own messages (utils/locale/zh-CN/utils.po).
 """
 
 from __future__ import annotations
@@ -38,6 +39,15 @@ def main(argv=None) -> int:
             parser.error(f"{notebook}: not an English notebook (chapters/NN_*/lesson.ipynb "
                          "or exercises.ipynb)")
     status = 0
+    if args.command in ("update", "check") and not args.notebooks:
+        from utils.i18n import messages
+        if args.command == "update":
+            path, counts = messages.update(args.language)
+            print(f"{path}: " + ", ".join(f"{n} {kind}" for kind, n in counts.items()))
+        else:
+            for problem in messages.problems(args.language):
+                print(problem)
+                status = 1
     for notebook in notebooks:
         if args.command == "update":
             path, counts = update(notebook, args.language)

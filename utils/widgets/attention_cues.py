@@ -5,6 +5,7 @@ import numpy as np
 import torch
 
 from utils.attention import soft_address
+from utils.i18n import _
 from utils.widgets.base import BlittedExplorer
 
 # The lesson's dictionary: four keys (one-hot directions scaled by 10) and their values.
@@ -31,10 +32,10 @@ class AttentionCuesExplorer(BlittedExplorer):
             raise ValueError(f"the explorer has three query sliders, so keys must have shape "
                              f"(n, 3); got keys {tuple(self.keys.shape)}, query of length {len(query)}")
         # Labels count from 1, as lesson 1 does everywhere (keys 1-4, entries 1-3 of the query).
-        controls = {f"q{i + 1}": query_slider(f"query entry {i + 1}", q)
+        controls = {f"q{i + 1}": query_slider(_("query entry {i}").format(i=i + 1), q)
                     for i, q in enumerate(query)}
         controls["temperature"] = widgets.FloatLogSlider(
-            value=1.0, base=10, min=-1, max=1, step=0.05, description="temperature",
+            value=1.0, base=10, min=-1, max=1, step=0.05, description=_("temperature"),
             readout_format=".2f", style={"description_width": "initial"})
         super().__init__(controls, figsize=(7.5, 2.6))
 
@@ -42,14 +43,15 @@ class AttentionCuesExplorer(BlittedExplorer):
         n = self.keys.shape[0]
         self.ax_bar, self.ax_map = fig.subplots(1, 2, width_ratios=[1.2, 1])
         self.bars = self.ax_bar.bar(range(n), np.zeros(n), color="tab:red")
-        self.ax_bar.set(ylim=(0, 1.15), xticks=range(n), xticklabels=[f"key {i + 1}" for i in range(n)],
-                        ylabel="attention weight", title="weights")
+        self.ax_bar.set(ylim=(0, 1.15), xticks=range(n),
+                        xticklabels=[_("key {i}").format(i=i + 1) for i in range(n)],
+                        ylabel=_("attention weight"), title=_("weights"))
         self.bar_labels = [self.ax_bar.text(i, 0, "", ha="center", va="bottom", fontsize=8)
                            for i in range(n)]
         self.image = self.ax_map.imshow(np.zeros((1, n)), cmap="Reds", vmin=0, vmax=1,
                                         aspect="auto")
         self.ax_map.set(xticks=range(n), xticklabels=range(1, n + 1), yticks=[0],
-                        yticklabels=["query"], xlabel="keys", title="heatmap")
+                        yticklabels=[_("query")], xlabel=_("keys"), title=_("heatmap"))
         fig.colorbar(self.image, ax=self.ax_map, shrink=0.8)
         fig.tight_layout()
 
@@ -77,5 +79,6 @@ class AttentionCuesExplorer(BlittedExplorer):
         weights = ", ".join(f"{w:.2f}" for w in state["weights"].tolist())
         output = ", ".join(f"{o:.2f}" for o in state["output"].tolist())
         query = ", ".join(f"{q:g}" for q in state["query"].tolist())
-        return (f"query [{query}], T = {state['temperature']:.2f} &nbsp;·&nbsp; "
-                f"weights: [{weights}] &nbsp;·&nbsp; output: [{output}]")
+        return _("query [{query}], T = {temperature} &nbsp;·&nbsp; weights: [{weights}] "
+                 "&nbsp;·&nbsp; output: [{output}]").format(
+            query=query, temperature=f"{state['temperature']:.2f}", weights=weights, output=output)

@@ -18,6 +18,8 @@ from IPython.display import clear_output, display
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
 from matplotlib.ft2font import RenderMode
 
+from utils.i18n import _
+
 
 @contextlib.contextmanager
 def one_torch_thread():
@@ -227,7 +229,7 @@ class Explorer:
     def snapshot_text(self) -> str:
         """The readout as plain text: what the explorer shows, for text-only viewers."""
         text = html.unescape(re.sub(r"<[^>]+>", " ", self.readout.value or ""))
-        return "Interactive explorer (run the notebook to use it). " + " ".join(text.split())
+        return _("Interactive explorer (run the notebook to use it).") + " " + " ".join(text.split())
 
     def _ipython_display_(self):
         display(self.widget)
@@ -276,7 +278,7 @@ class BlittedExplorer(Explorer):
             self._layers = collections.OrderedDict()
         layers = self.cached_layers()
         keys, key = [], ()
-        for layer_key, _ in layers:
+        for layer_key, _artists in layers:
             key += (layer_key,)
             keys.append(key)
         start, region = 0, self._background
@@ -294,7 +296,7 @@ class BlittedExplorer(Explorer):
         width, height = canvas.get_width_height()
         while len(self._layers) > max(2, self.layer_bytes // (4 * width * height)):
             self._layers.popitem(last=False)                   # least recently used
-        in_layers = {id(artist) for _, artists in layers for artist in artists}
+        in_layers = {id(artist) for _key, artists in layers for artist in artists}
         for artist in self.animated_artists():
             if id(artist) not in in_layers and artist.get_visible():
                 self.fig.draw_artist(artist)
