@@ -317,3 +317,22 @@ def _cell(kind, text, gid, **flags):
     if meta["grade"]:
         meta["points"] = 1
     return maker(text, metadata={"nbgrader": meta})
+
+
+def test_sandbox_uids_start_at_the_base_the_environment_gives(monkeypatch):
+    """Two graders on one machine (the two lanes of `make test`) give their sandboxes
+    different uids with $ATTENTION_COURSE_SANDBOX_UID_BASE; a base that is not a number of the
+    reserved kind is refused with the rule."""
+    from utils.grading import sandbox
+    monkeypatch.delenv(sandbox.UID_BASE_ENV_VAR, raising=False)
+    assert sandbox.sandbox_uid(0) == sandbox.SANDBOX_UID_BASE == 61000
+    assert sandbox.sandbox_uid(3) == 61003
+    monkeypatch.setenv(sandbox.UID_BASE_ENV_VAR, "61128")
+    assert sandbox.sandbox_uid(1) == 61129
+    for bad in ("root", "0", "999", str(2 ** 31)):
+        monkeypatch.setenv(sandbox.UID_BASE_ENV_VAR, bad)
+        with pytest.raises(ValueError, match="must be a number from 1000"):
+            sandbox.sandbox_uid(0)
+    monkeypatch.setenv(sandbox.UID_BASE_ENV_VAR, "61128")
+    with pytest.raises(ValueError, match="not below 256"):
+        sandbox.sandbox_uid(256)

@@ -32,6 +32,10 @@ from utils.grading import GRADING_ENV_VAR, wire
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SANDBOX_UID_BASE = 61000          # uid of worker slot k when the grader runs as root: 61000 + k
+# Another base for the sandbox uids (two graders on one machine, e.g. the two lanes of
+# `make test`: their sandboxes then never share a uid, its process limit or its processes).
+UID_BASE_ENV_VAR = "ATTENTION_COURSE_SANDBOX_UID_BASE"
+MAX_SLOTS = 256                   # the uids base .. base + 255 are reserved for sandboxes
 STARTUP_SECONDS = 180             # importing torch on a busy machine
 
 
@@ -51,6 +55,23 @@ class Limits:
     output_mb: int = 8             # raw bytes written to fd 1/2 (Python-level output is capped)
     message_mb: int = 64           # largest answer (tensors) sent to the grader
     cpu_seconds: int = 3600        # CPU time per process (a backstop; deadlines come first)
+
+
+def sandbox_uid(slot: int) -> int:
+    """The unprivileged uid of worker slot ``slot``'s sandboxes: ``SANDBOX_UID_BASE + slot``,
+    or ``$ATTENTION_COURSE_SANDBOX_UID_BASE + slot``. The uids must belong to no user."""
+    raw = os.environ.get(UID_BASE_ENV_VAR, "").strip()
+    try:
+        base = int(raw) if raw else SANDBOX_UID_BASE
+    except ValueError:
+        base = -1
+    if not 1000 <= base <= 2 ** 31 - 1 - MAX_SLOTS:
+        raise ValueError(f"${UID_BASE_ENV_VAR} must be a number from 1000 to "
+                         f"{2 ** 31 - 1 - MAX_SLOTS} (a range of {MAX_SLOTS} uids no user has), "
+                         f"not {raw!r}")
+    if not 0 <= slot < MAX_SLOTS:
+        raise ValueError(f"worker slot {slot} is not below {MAX_SLOTS}")
+    return base + slot
 
 
 def bwrap_path():
@@ -368,7 +389,7 @@ class Sandbox:
         self.output_bytes = 0
         self._workdir = None
         self.forked = template is not None
-        uid = SANDBOX_UID_BASE + slot if (sandboxed and os.getuid() == 0) else -1
+        uid = sandbox_uid(slot) if (sandboxed and os.getuid() == 0) else -1
         settings = {"uid": uid, "memory_mb": limits.memory_mb, "processes": limits.processes,
                     "file_mb": limits.file_mb, "cpu_seconds": limits.cpu_seconds,
                     "max_bytes": limits.message_mb * 2 ** 20,
