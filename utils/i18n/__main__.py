@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     parser.add_argument("notebooks", nargs="*", type=pathlib.Path)
     parser.add_argument("--language", default=CHINESE, choices=[CHINESE])
     parser.add_argument("--execute", action="store_true", help="build: also run the notebooks")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)   # options before or after the notebooks
     notebooks = args.notebooks or english_notebooks()
     for notebook in notebooks:
         if not notebook.is_file() or notebook.suffixes != [".ipynb"]:

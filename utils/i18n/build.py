@@ -16,14 +16,15 @@ import nbformat
 import polib
 
 from utils.i18n.catalogs import CHINESE, catalog_path, translations, translated_path
-from utils.i18n.segments import code_pieces
+from utils.i18n.segments import code_pieces, one_line_display_math
 
 LANGUAGE_CALL = 'set_language("en")'
 
 
 def translate_markdown(source: str, table: dict, po_file: pathlib.Path) -> str:
     from mdpo.po2md import pofile_to_markdown
-    return pofile_to_markdown(source, str(po_file), wrapwidth=0).rstrip("\n")
+    return pofile_to_markdown(one_line_display_math(source), str(po_file),
+                              wrapwidth=0).rstrip("\n")
 
 
 def translate_code(source: str, table: dict, language: str) -> str:

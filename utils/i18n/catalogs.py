@@ -26,7 +26,7 @@ FUZZY_MATCH = 0.6          # how alike an old English text must be to offer its 
 INLINE_CODE = re.compile(r"(`+)(.+?)\1")
 MATH = re.compile(r"\$\$.+?\$\$|\$[^$]+\$", re.S)
 LINK_TARGET = re.compile(r"\]\(([^)\s]+)")
-NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?:e-?\d+)?")
+NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:[.,]\d+)*(?:e-?\d+)?")   # 第5课 counts
 FIELD = re.compile(r"(?<!\{)\{([^{}]*)\}(?!\})")
 
 

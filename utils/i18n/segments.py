@@ -31,10 +31,20 @@ class Piece:
     end: int = 0
 
 
+DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
+
+
+def one_line_display_math(source: str) -> str:
+    """``$$ ... $$`` blocks on one line each. md2po drops a line break inside display math
+    while po2md keeps it as a space, so a two-line formula would never find its translation;
+    extraction and build both read the Markdown through this function."""
+    return DISPLAY_MATH.sub(lambda m: "$$" + " ".join(m.group(1).split("\n")) + "$$", source)
+
+
 def markdown_pieces(source: str, cell: int) -> list[Piece]:
     """The translatable pieces of one Markdown cell, in reading order."""
     from mdpo.md2po import markdown_to_pofile
-    catalog = markdown_to_pofile(source, wrapwidth=0, location=False)
+    catalog = markdown_to_pofile(one_line_display_math(source), wrapwidth=0, location=False)
     return [Piece(MARKDOWN, entry.msgid, cell) for entry in catalog if entry.msgid.strip()]
 
 
@@ -108,7 +118,7 @@ def code_skeleton(source: str) -> list[tuple]:
         if token.type == tokenize.STRING:
             if skeleton[-2:] == [(tokenize.NAME, "set_language"), (tokenize.OP, "(")]:
                 text = "<language>"
-            elif is_prose_string(text):
-                text = "<prose>"
+            elif is_prose_string(text) or not text.isascii():
+                text = "<prose>"          # English prose, or its translation (which may lack spaces)
         skeleton.append((token.type, text))
     return skeleton
