@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     release = commands.add_parser("release", parents=[common, execution],
                                   help="generate student versions into <course>/release/")
     release.add_argument("--chapter", default="all", help=chapter_help + " (default all)")
+    release.add_argument("--language", default="en", choices=course_mod.LANGUAGES,
+                         help="the language students read: en (exercises.ipynb, the default) or "
+                         "zh-CN (exercises.zh-CN.ipynb); the same code earns the same points")
     release.set_defaults(run=cmd_release)
 
     collect = commands.add_parser("collect", parents=[common],
@@ -225,7 +228,7 @@ def cmd_release(args) -> int:
             source = settings.course_dir / "source" / chapter.name
             source.mkdir(parents=True, exist_ok=True)
             diskfull.atomic_write(source / course_mod.EXERCISES,
-                                  (chapter / course_mod.EXERCISES).read_bytes())
+                                  course_mod.exercises_in(chapter, args.language).read_bytes())
             staging = _staged(settings, "release")
             try:
                 _nbgrader(settings, args, "generate_assignment", chapter.name, "--force",
@@ -234,7 +237,8 @@ def cmd_release(args) -> int:
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
             handout = settings.course_dir / "release" / chapter.name / course_mod.EXERCISES
-            print(f"{chapter.name}: hand out {handout}")
+            language = "" if args.language == "en" else f" ({args.language})"
+            print(f"{chapter.name}: hand out {handout}{language}")
     return 0
 
 

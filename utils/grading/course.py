@@ -21,6 +21,20 @@ CHAPTERS_DIR = REPO / "chapters"
 # a frozen assignment, so they do not change whenever a lesson's exercises do).
 CHAPTERS_ENV_VAR = "ATTENTION_COURSE_CHAPTERS_DIR"
 EXERCISES = "exercises.ipynb"
+LANGUAGES = ("en", "zh-CN")
+
+
+def exercises_in(chapter: pathlib.Path, language: str = "en") -> pathlib.Path:
+    """A chapter's instructor notebook in ``language``: exercises.ipynb, or its Chinese twin
+    exercises.zh-CN.ipynb (built by python -m utils.i18n; released as exercises.ipynb)."""
+    if language not in LANGUAGES:
+        raise ValueError(f"language {language!r} is not one the course speaks; use "
+                         f"{' or '.join(LANGUAGES)}")
+    path = chapter / (EXERCISES if language == "en" else f"exercises.{language}.ipynb")
+    if not path.is_file():
+        raise ValueError(f"{chapter.name} has no {path.name}; build it with "
+                         f"python -m utils.i18n build --execute {chapter / EXERCISES}")
+    return path
 NOTEBOOK_ID = "exercises"             # nbgrader's notebook id = file name without .ipynb
 CONFIG_FILE = "nbgrader_config.py"
 DEFAULT_COURSE_DIR = pathlib.Path("~/attention-course-grading")
