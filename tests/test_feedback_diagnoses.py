@@ -1,15 +1,16 @@
 """Feedback that teaches (issue 18): typical mistakes are named in the feedback, with the fix.
 
-For every chapter, one submission per mistake listed in tests/grading_fixtures/mistakes.py (the
-released notebook filled with the instructor's answers, one of them rewritten to make that
-mistake) and one fully correct submission go through the real CLI — release, collect, ONE
+For every chapter, the mistakes listed in tests/grading_fixtures/mistakes.py (the released
+notebook filled with the instructor's answers, one answer per exercise rewritten to make one
+mistake: the exercises are graded independently, so a submission carries one mistake in each
+of several exercises, ``packs``) and one fully correct submission go through the real CLI — release, collect, ONE
 autograde call for all chapters, feedback, export — in one course directory, the session's
 ``graded_class`` (tests/grading_fixtures/graded_class.py, shared with the null submissions of
 tests/test_null_submissions.py). Then:
-each wrong submission earns exactly the points its mistake leaves in that exercise (the
-checks it passes: partial credit) and nothing of the later exercises whose answers call the
-broken function (whose feedback then names that function as the cause), keeps all others, and
-its feedback page names the mistake; the correct one, and one made of the chapter's second
+each mistake's exercise earns exactly the points the mistake leaves (the checks it passes:
+partial credit), the later exercises whose answers call the broken function (none so far) earn
+nothing and their feedback names that function as the cause, every exercise without a mistake
+keeps all its points, and the feedback of the mistake's test cell names it; the correct one, and one made of the chapter's second
 correct answers (``ALTERNATIVES``), earn every autograded point; no feedback page shows a
 hidden-test line.
 """
@@ -20,7 +21,7 @@ import nbformat
 import pytest
 
 from conftest import CHAPTERS
-from grading_fixtures.graded_class import ASSIGNMENTS
+from grading_fixtures.graded_class import ASSIGNMENTS, mistake_students, student_of
 from grading_fixtures.mistakes import ALTERNATIVES, MISTAKES, solution_sources
 from grading_fixtures.null_submissions import NULL_KINDS
 
@@ -49,6 +50,19 @@ def hidden_lines(nb) -> list:
 def page_text(path: pathlib.Path) -> str:
     from utils.grading.feedback import html_text
     return html_text(path.read_text(encoding="utf-8"))
+
+
+def cell_feedback(path: pathlib.Path, grade_id: str) -> str:
+    """Text of a feedback page from the test cell ``grade_id`` to the next graded or answer
+    cell (nbgrader's feedback template puts an ``<a name=...>`` anchor before each): what the
+    student reads about that one exercise."""
+    from utils.grading.feedback import html_text
+    page = path.read_text(encoding="utf-8")
+    anchor = f'<a name="{grade_id}"></a>'
+    assert page.count(anchor) == 1, f"{path}: {page.count(anchor)} anchors {anchor}"
+    start = page.index(anchor) + len(anchor)
+    end = page.find("<a name=", start)
+    return html_text(page[start:end if end >= 0 else len(page)])
 
 
 @pytest.fixture(scope="module")
@@ -133,32 +147,93 @@ def test_correct_submissions_get_full_marks(graded, assignment, student):
             f"on {grade_id}")
 
 
+def _exercises(nb) -> dict:
+    """grade_id of each answer cell and test cell -> grade_id of the test cell that grades it
+    (the answer cells since the previous test cell)."""
+    from utils.grading.evaluate import cell_role
+    exercise_of, pending = {}, []
+    for cell in nb.cells:
+        meta = _nbgrader(cell)
+        if cell.cell_type == "code" and meta.get("solution"):
+            pending.append(meta["grade_id"])
+        elif cell_role(cell) == "test":
+            exercise_of.update({answer: meta["grade_id"] for answer in pending},
+                               **{meta["grade_id"]: meta["grade_id"]})
+            pending = []
+    return exercise_of
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_exercises_are_graded_independently_so_mistakes_can_share_a_submission(assignment):
+    """Static, what packing the mistakes (``packs``) rests on: no cell of one exercise (its test
+    cell with the hidden tests, the instructor's answer, every catalogued mistake and second
+    answer of it) reads a global name that another exercise's answers define, so a mistake in
+    one exercise cannot change what another earns (the test cells run in the grader, on the
+    grader's own setup values; names as the grader finds them, ``loaded_names``). Every mistake
+    is packed with others of different exercises only, none lost or doubled."""
+    from grading_fixtures.mistakes import packs, with_mistake
+    from utils.grading.evaluate import _compile_cell, cell_role, loaded_names, stored_names
+    nb = instructor(assignment)
+    answers = solution_sources(nb)
+    exercise_of = _exercises(nb)
+    assert set(answers) <= set(exercise_of), f"{assignment}: an answer after the last test"
+
+    def reads(source: str) -> set:
+        code, last = _compile_cell(source, "<check>")
+        return loaded_names(code) | (loaded_names(last) if last else set())
+
+    binds = {g: stored_names(_compile_cell(source, g)[0]) for g, source in answers.items()}
+    cells = [(g, source) for g, source in answers.items()]
+    cells += [(_nbgrader(c)["grade_id"], c.source) for c in nb.cells if cell_role(c) == "test"]
+    cells += [(m.solution, with_mistake(answers[m.solution], m)) for m in MISTAKES[assignment]]
+    cells += [(a.solution, a.source) for a in ALTERNATIVES[assignment]]
+    for grade_id, source in cells:
+        for other, names in binds.items():
+            if exercise_of[other] != exercise_of[grade_id]:
+                assert not reads(source) & names, (
+                    f"{assignment}/{grade_id} reads {sorted(reads(source) & names)}, defined "
+                    f"by {other} of another exercise: mistakes there could change it")
+    packed = [m for pack in packs(MISTAKES[assignment]) for m in pack]
+    assert sorted(packed) == sorted(MISTAKES[assignment])
+    for pack in packs(MISTAKES[assignment]):
+        assert len({exercise_of[m.test] for m in pack}) == len(pack), pack
+        assert all(exercise_of[m.solution] == m.test or m.downstream for m in pack), pack
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_each_mistake_costs_its_exercise_and_is_named_in_the_feedback(graded, assignment):
     course, grades = graded
     points = autograded_points(instructor(assignment))
     problems = []
-    for mistake in MISTAKES[assignment]:
-        scores = grades.get((assignment, mistake.name))
+    for student, pack in mistake_students(assignment).items():
+        scores = grades.get((assignment, student))
         if scores is None:
-            problems.append(f"{mistake.name}: no grades")
+            problems.append(f"{student} ({', '.join(m.name for m in pack)}): no grades")
             continue
-        assert mistake.earns < points[mistake.test], f"{mistake.name}: earns all its points"
-        for grade_id, maximum in points.items():
-            want = (mistake.earns if grade_id == mistake.test else
-                    0.0 if grade_id in mistake.downstream else float(maximum))
-            if scores.get(grade_id) != want:
-                problems.append(f"{mistake.name}: {grade_id} scored {scores.get(grade_id)}, "
-                                f"expected {want}")
-        page = course / "feedback" / mistake.name / assignment / "exercises.html"
+        want = {grade_id: float(maximum) for grade_id, maximum in points.items()}
+        for mistake in pack:
+            assert mistake.earns < points[mistake.test], f"{mistake.name}: earns all its points"
+            assert student_of(assignment, mistake) == student
+            want[mistake.test] = mistake.earns
+            want.update((grade_id, 0.0) for grade_id in mistake.downstream)
+        for grade_id, expected in want.items():
+            if scores.get(grade_id) != expected:
+                cause = [m.name for m in pack if grade_id in (m.test, *m.downstream)]
+                problems.append(f"{student} ({cause or 'no mistake in this exercise'}): "
+                                f"{grade_id} scored {scores.get(grade_id)}, expected {expected}")
+        page = course / "feedback" / student / assignment / "exercises.html"
         if not page.exists():
-            problems.append(f"{mistake.name}: no feedback page")
-        else:
-            text = page_text(page)
-            for words in (mistake.diagnosis, *mistake.downstream_says):
-                if words not in text:
-                    problems.append(f"{mistake.name}: feedback does not say {words!r}")
+            problems.append(f"{student}: no feedback page")
+            continue
+        for mistake in pack:
+            said = [(mistake.test, mistake.diagnosis)]
+            said += [(cell, words) for cell in mistake.downstream
+                     for words in mistake.downstream_says]
+            for cell, words in said:
+                if words not in cell_feedback(page, cell):
+                    problems.append(f"{mistake.name}: the feedback of {cell} does not say "
+                                    f"{words!r}")
     assert not problems, "\n".join(problems)
 
 
@@ -173,7 +248,7 @@ def test_no_feedback_page_shows_a_hidden_test_line(graded):
             leaks = find_leaks(page.read_text(encoding="utf-8"), hidden)
             assert not leaks, f"{page.relative_to(course)} shows hidden test code: {leaks[:3]}"
             checked += 1
-    expected = sum(len(MISTAKES[a]) + 3 + len(NULL_KINDS) for a in ASSIGNMENTS)
+    expected = sum(len(mistake_students(a)) + 3 + len(NULL_KINDS) for a in ASSIGNMENTS)
     assert checked == expected, f"{checked} feedback pages, expected {expected}"
 
 

@@ -15,7 +15,7 @@ import sys
 
 import nbformat
 
-from grading_fixtures.mistakes import ALTERNATIVES, MISTAKES, submission
+from grading_fixtures.mistakes import ALTERNATIVES, MISTAKES, packs, submission
 from grading_fixtures.null_submissions import NULL_KINDS, null_submission
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -30,6 +30,18 @@ INSTRUCTOR = "instructor"
 
 def null_student(kind: str) -> str:
     return f"null-{kind}"
+
+
+def mistake_students(assignment: str) -> dict:
+    """student id -> the mistakes their submission makes (one per exercise at most)."""
+    return {f"mistakes-{number:02d}": pack
+            for number, pack in enumerate(packs(MISTAKES[assignment]), 1)}
+
+
+def student_of(assignment: str, mistake) -> str:
+    """The student id of the submission that makes ``mistake``."""
+    return next(student for student, pack in mistake_students(assignment).items()
+                if mistake in pack)
 
 
 def instructor(assignment: str):
@@ -60,8 +72,8 @@ def write_submissions(course: pathlib.Path, inbox: pathlib.Path, assignment: str
     nbformat.write(submission(released, teacher), box / f"{CORRECT}.ipynb")
     nbformat.write(submission(released, teacher, alternatives=ALTERNATIVES[assignment]),
                    box / f"{ALTERNATIVE}.ipynb")
-    for mistake in MISTAKES[assignment]:
-        nbformat.write(submission(released, teacher, mistake), box / f"{mistake.name}.ipynb")
+    for student, pack in mistake_students(assignment).items():
+        nbformat.write(submission(released, teacher, pack), box / f"{student}.ipynb")
     for kind in NULL_KINDS:
         nbformat.write(null_submission(released, teacher, kind),
                        box / f"{null_student(kind)}.ipynb")
