@@ -2,7 +2,8 @@
 Chinese notebook run, a slider moved, a Chinese readout that changes, drawn with a CJK font."""
 
 import pytest
-from playwright.sync_api import PlaywrightTimeoutError, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+from playwright.sync_api import expect
 
 from tests.browser.conftest import start_jupyter_lab, stop_jupyter_lab
 from tests.browser.helpers import (_RUN_RESULT_JS, _wait_for_idle_kernel, find_slider,
