@@ -22,6 +22,7 @@ from matplotlib import patches
 
 from utils.alignment import is_word, predicted_links
 from utils.data import EOS
+from utils.i18n import _
 
 HIT_STYLE = {"marker": "o", "s": 22, "color": "white", "edgecolors": "black", "linewidths": 0.8,
              "zorder": 4}
@@ -116,5 +117,5 @@ def compare_maps(pair, maps: dict, *, figsize=None, cmap: str = "Blues", colorba
         ax.set_xlim(-0.5, columns - 0.5)
         ax.set_ylim(rows - 0.5, -0.5)
     if colorbar:
-        fig.colorbar(image, ax=axes[0].tolist(), shrink=0.7, label="weight")
+        fig.colorbar(image, ax=axes[0].tolist(), shrink=0.7, label=_("weight"))
     return fig

@@ -12,6 +12,7 @@ from matplotlib.ticker import NullLocator
 from utils.pooling import (KERNELS, leave_one_out_curve, leave_one_out_error, make_regression_data,
                            mean_squared_error, nadaraya_watson, train_parametric,
                            uncovered_queries)
+from utils.i18n import _
 from utils.widgets.base import BlittedExplorer, one_torch_thread
 
 KERNEL_LABELS = {"gaussian": "Gaussian", "boxcar": "boxcar", "epanechnikov": "Epanechnikov",
@@ -21,6 +22,12 @@ LOG_SIGMA_MIN, LOG_SIGMA_MAX, LOG_SIGMA_STEP = -2.0, 1.0, 0.05
 SIGMA_GRID = 10 ** torch.arange(LOG_SIGMA_MIN, LOG_SIGMA_MAX + LOG_SIGMA_STEP / 2, LOG_SIGMA_STEP,
                                 dtype=torch.float64)                         # (61,)
 N_TRAIN_MIN, N_TRAIN_MAX, N_TRAIN_STEP = 10, 200, 10
+
+
+def kernel_label(kernel: str) -> str:
+    """The menu's name of ``kernel`` in the current language (KERNEL_LABELS in English)."""
+    return {"gaussian": _("Gaussian"), "boxcar": _("boxcar"), "epanechnikov": _("Epanechnikov"),
+            "laplace": _("Laplace")}[kernel]
 
 
 def loo_axis_top(curve_max: float) -> float:
@@ -52,11 +59,11 @@ class AttentionPoolingExplorer(BlittedExplorer):
         controls = {
             "sigma": widgets.FloatLogSlider(
                 value=sigma, base=10, min=LOG_SIGMA_MIN, max=LOG_SIGMA_MAX, step=LOG_SIGMA_STEP,
-                description="kernel width σ", readout_format=".3f", style=style),
-            "kernel": widgets.Dropdown(options=[(KERNEL_LABELS[k], k) for k in KERNELS],
-                                       value=kernel, description="kernel", style=style),
+                description=_("kernel width σ"), readout_format=".3f", style=style),
+            "kernel": widgets.Dropdown(options=[(kernel_label(k), k) for k in KERNELS],
+                                       value=kernel, description=_("kernel"), style=style),
             "n_train": widgets.IntSlider(value=n_train, min=N_TRAIN_MIN, max=N_TRAIN_MAX,
-                                         step=N_TRAIN_STEP, description="training size",
+                                         step=N_TRAIN_STEP, description=_("training size"),
                                          style=style),
         }
         for size in range(N_TRAIN_MIN, N_TRAIN_MAX + 1, N_TRAIN_STEP):
@@ -69,7 +76,7 @@ class AttentionPoolingExplorer(BlittedExplorer):
         """(RegressionData, trained w) for ``n_train`` points; computed once per size."""
         if n_train not in self._data_cache:
             data = make_regression_data(n_train, seed=self.seed)
-            model, _ = train_parametric(data.x_train, data.y_train, seed=self.seed)
+            model, _losses = train_parametric(data.x_train, data.y_train, seed=self.seed)
             self._data_cache[n_train] = (data, model.w.item())
         return self._data_cache[n_train]
 
@@ -77,7 +84,7 @@ class AttentionPoolingExplorer(BlittedExplorer):
         """Leave-one-out error (61,) over SIGMA_GRID; computed once per (kernel, n_train)."""
         key = (kernel, n_train)
         if key not in self._loo_cache:
-            data, _ = self.data(n_train)
+            data, _w = self.data(n_train)
             self._loo_cache[key] = leave_one_out_curve(data.x_train, data.y_train,
                                                        SIGMA_GRID.float(), kernel)
         return self._loo_cache[key]
@@ -85,31 +92,31 @@ class AttentionPoolingExplorer(BlittedExplorer):
     # -- the explorer's four steps -------------------------------------------------------
     def build_figure(self, fig):
         self.ax_fit, self.ax_map, self.ax_loo = fig.subplots(1, 3, width_ratios=[1.2, 1, 1])
-        self.truth_line, = self.ax_fit.plot([], [], "-", color="tab:blue", label="truth")
-        self.fit_line, = self.ax_fit.plot([], [], "--", color="tab:purple", label="prediction")
+        self.truth_line, = self.ax_fit.plot([], [], "-", color="tab:blue", label=_("truth"))
+        self.fit_line, = self.ax_fit.plot([], [], "--", color="tab:purple", label=_("prediction"))
         self.points, = self.ax_fit.plot([], [], "o", color="tab:green", alpha=0.5,
-                                        markersize=3, label="training")
+                                        markersize=3, label=_("training"))
         self.uncovered_marks, = self.ax_fit.plot([], [], "x", color="tab:orange",
-                                                 markersize=5, label="nearest-point fallback")
+                                                 markersize=5, label=_("nearest-point fallback"))
         # No legends: they are the costliest artists to draw; titles and the lesson name the lines.
         self.ax_fit.set(xlim=(0, 5), ylim=(-1.5, 5), xlabel="x", ylabel="y")
-        self.ax_fit.set_title("truth (blue), prediction (purple)", fontsize=9)
+        self.ax_fit.set_title(_("truth (blue), prediction (purple)"), fontsize=9)
         # A fixed colour scale (so colours compare across settings, and the colour bar can stay
         # in the cached background); the power scale keeps the small weights of wide kernels visible.
         self.image = self.ax_map.imshow(np.zeros((2, 2)), cmap="Reds", aspect="auto",
                                         interpolation="nearest", norm=PowerNorm(0.4, 0.0, 1.0))
-        self.ax_map.set(xlabel="sorted training inputs", ylabel="sorted test inputs",
-                        title="attention weights")
+        self.ax_map.set(xlabel=_("sorted training inputs"), ylabel=_("sorted test inputs"),
+                        title=_("attention weights"))
         fig.colorbar(self.image, ax=self.ax_map, shrink=0.8)
-        self.loo_line, = self.ax_loo.plot([], [], "-", color="tab:blue", label="leave-one-out")
-        self.sigma_line = self.ax_loo.axvline(1.0, color="tab:red", label="σ (slider)")
+        self.loo_line, = self.ax_loo.plot([], [], "-", color="tab:blue", label=_("leave-one-out"))
+        self.sigma_line = self.ax_loo.axvline(1.0, color="tab:red", label=_("σ (slider)"))
         self.trained_line = self.ax_loo.axvline(1.0, color="tab:purple", linestyle=":",
-                                                label="σ = 1/|w| (trained)")
+                                                label=_("σ = 1/|w| (trained)"))
         self.best_mark, = self.ax_loo.plot([], [], "*", color="black", markersize=9,
-                                           label="best σ")
+                                           label=_("best σ"))
         self.ax_loo.set(xscale="log", xlim=(10 ** LOG_SIGMA_MIN, 10 ** LOG_SIGMA_MAX),
-                        xlabel="kernel width σ", ylabel="leave-one-out error")
-        self.ax_loo.set_title("σ (red), trained 1/|w| (dotted), best (★)", fontsize=9)
+                        xlabel=_("kernel width σ"), ylabel=_("leave-one-out error"))
+        self.ax_loo.set_title(_("σ (red), trained 1/|w| (dotted), best (★)"), fontsize=9)
         self.ax_loo.xaxis.set_minor_locator(NullLocator())      # minor log ticks cost draw time
         fig.tight_layout()
         self._shown_curve = None         # (kernel, n_train) whose LOO curve is drawn
@@ -181,18 +188,21 @@ class AttentionPoolingExplorer(BlittedExplorer):
     def describe(self, state) -> str:
         parts = [
             f"σ = {state['sigma']:.3f}",
-            f"{KERNEL_LABELS[state['kernel']]} kernel",
+            _("{kernel} kernel").format(kernel=kernel_label(state["kernel"])),
             f"n = {state['n_train']}",
-            f"<b>test MSE = {state['test_mse']:.3f}</b> (vs. noiseless truth)",
-            f"leave-one-out error = {state['loo_error']:.3f}",
-            f"best σ by leave-one-out = {state['best_sigma']:.3f}",
-            f"trained w = {state['trained_w']:.2f} → σ = 1/|w| = {state['trained_sigma']:.3f}",
+            _("<b>test MSE = {mse}</b> (vs. noiseless truth)").format(
+                mse=f"{state['test_mse']:.3f}"),
+            _("leave-one-out error = {error}").format(error=f"{state['loo_error']:.3f}"),
+            _("best σ by leave-one-out = {sigma}").format(sigma=f"{state['best_sigma']:.3f}"),
+            _("trained w = {w} → σ = 1/|w| = {sigma}").format(
+                w=f"{state['trained_w']:.2f}", sigma=f"{state['trained_sigma']:.3f}"),
         ]
         text = " &nbsp;·&nbsp; ".join(parts)
         uncovered = int(state["uncovered"].sum())
         if uncovered:
             total = state["uncovered"].numel()
-            text += (f"<br>⚠ {uncovered} of {total} test points have no training point within "
-                     f"the kernel's reach (|x − xᵢ| ≤ σ): they use the nearest training point "
-                     f"(orange ×).")
+            text += "<br>⚠ " + _(
+                "{uncovered} of {total} test points have no training point within the kernel's "
+                "reach (|x − xᵢ| ≤ σ): they use the nearest training point (orange ×).").format(
+                uncovered=uncovered, total=total)
         return text

@@ -26,10 +26,17 @@ from matplotlib.collections import PatchCollection
 from utils.alignment import is_word, teacher_forced_attention
 from utils.alignment_plots import link_squares
 from utils.data import EOS, preprocess, tokenize
+from utils.i18n import _
 from utils.training import Translation, greedy_translate
 from utils.widgets.base import BlittedExplorer, one_torch_thread
 
 MAP_OPTIONS = (("its translation", "translation"), ("the reference", "reference"))
+
+
+def map_options() -> tuple:
+    """MAP_OPTIONS with their labels in the current language."""
+    labels = {"translation": _("its translation"), "reference": _("the reference")}
+    return tuple((labels[value], value) for _label, value in MAP_OPTIONS)
 
 
 def strongest_alignment(attention: torch.Tensor, source_tokens: list,
@@ -68,13 +75,15 @@ def alignment_view(model, sentence: str, src_vocab, tgt_vocab, num_steps: int) -
                                             translation.output_tokens)
     if translation.unknown:
         words = ", ".join(f"'{w}'" for w in dict.fromkeys(translation.unknown))
-        view["notes"].append(f"not in the training vocabulary, read as <unk>: {words}")
+        view["notes"].append(_("not in the training vocabulary, read as <unk>: {words}").format(
+            words=words))
     if translation.dropped:
-        view["notes"].append(f"too long for num_steps={num_steps}: only the first "
-                             f"{num_steps - 1} words were translated (dropped: "
-                             f"'{' '.join(translation.dropped)}')")
+        view["notes"].append(_("too long for num_steps={num_steps}: only the first {kept} words "
+                               "were translated (dropped: '{dropped}')").format(
+            num_steps=num_steps, kept=num_steps - 1, dropped=" ".join(translation.dropped)))
     if not translation.ended:
-        view["notes"].append(f"no <eos> within {num_steps} steps: the translation was cut")
+        view["notes"].append(_("no <eos> within {num_steps} steps: the translation was cut").format(
+            num_steps=num_steps))
     return view
 
 
@@ -136,14 +145,14 @@ class AlignmentExplorer(BlittedExplorer):
         rows = self._rows(self.compute(sentence, 0, "translation"))
         has_reference = self._has_reference(sentence)
         controls = {
-            "sentence": widgets.Text(value=sentence, description="English",
-                                     placeholder="type a sentence, press Enter",
+            "sentence": widgets.Text(value=sentence, description=_("English"),
+                                     placeholder=_("type a sentence, press Enter"),
                                      continuous_update=False),
-            "map_of": widgets.ToggleButtons(options=MAP_OPTIONS, value="translation",
-                                            description="map of", disabled=not has_reference,
+            "map_of": widgets.ToggleButtons(options=map_options(), value="translation",
+                                            description=_("map of"), disabled=not has_reference,
                                             style={"button_width": "110px"}),
             "step": widgets.IntSlider(value=max(rows - 1, 0), min=0, max=max(rows - 1, 0),
-                                      description="output word", continuous_update=True),
+                                      description=_("output word"), continuous_update=True),
         }
         super().__init__(controls, figsize=(8, 3.4))
 
@@ -210,12 +219,12 @@ class AlignmentExplorer(BlittedExplorer):
         cmap = self._cmap()
         self.image = self.ax_map.imshow(np.full((n, n), np.nan), cmap=cmap, vmin=0, vmax=1,
                                         aspect="auto")
-        fig.colorbar(self.image, ax=self.ax_map, shrink=0.8, label="attention weight")
+        fig.colorbar(self.image, ax=self.ax_map, shrink=0.8, label=_("attention weight"))
         self.ax_map.set(xticks=[], yticks=[])
         for spine in self.ax_map.spines.values():  # the image's edge moves with the sentence
             spine.set_visible(False)
-        self.ax_map.set_xlabel("English (keys)", labelpad=38)
-        self.ax_map.set_ylabel("French (queries)", labelpad=58)
+        self.ax_map.set_xlabel(_("English (keys)"), labelpad=38)
+        self.ax_map.set_ylabel(_("French (queries)"), labelpad=58)
         below = transforms.blended_transform_factory(self.ax_map.transData,
                                                      self.ax_map.transAxes)
         left = transforms.blended_transform_factory(self.ax_map.transAxes,
@@ -237,7 +246,7 @@ class AlignmentExplorer(BlittedExplorer):
             self.ax_map.add_collection(marks, autolim=False)
 
         self.bars = self.ax_bar.barh(range(n), np.zeros(n), color="tab:blue")
-        self.ax_bar.set(xlim=(0, 1), yticks=[], xlabel="attention weight")
+        self.ax_bar.set(xlim=(0, 1), yticks=[], xlabel=_("attention weight"))
         bar_left = transforms.blended_transform_factory(self.ax_bar.transAxes,
                                                         self.ax_bar.transData)
         self.bar_labels = [self.ax_bar.text(-0.03, j, "", transform=bar_left, ha="right",
@@ -288,7 +297,7 @@ class AlignmentExplorer(BlittedExplorer):
             self.image.set_array(np.full((n, n), np.nan))
             self.row_box.set_visible(False)
             self.bar_title.set_text("")
-            self.message.set_text("nothing to show:\nsee the note above")
+            self.message.set_text(_("nothing to show:\nsee the note above"))
             return
         self.message.set_text("")
         weights = shown["weights"].numpy()                            # (rows, cols)
@@ -317,7 +326,8 @@ class AlignmentExplorer(BlittedExplorer):
             self.possible_marks.set_paths(link_squares((), gold.possible - gold.sure))
         self.row_box.set_visible(True)
         self.row_box.set_bounds(-0.5, step - 0.5, cols, 1)
-        self.bar_title.set_text(f"step {step}: '{shown['rows'][step]}' attends to")
+        self.bar_title.set_text(_("step {step}: '{word}' attends to").format(
+            step=step, word=shown["rows"][step]))
 
     @staticmethod
     def gold_check(state: dict) -> str:
@@ -327,55 +337,63 @@ class AlignmentExplorer(BlittedExplorer):
         if gold is None or step is None or step >= len(gold.french):
             return ""
         if not is_word(gold.french[step]):
-            return "punctuation: not scored (only words are)"
+            return _("punctuation: not scored (only words are)")
         linked = sorted(e for e, f in gold.possible if f == step)
         if not linked:
-            return "no gold link (a word with no English counterpart)"
+            return _("no gold link (a word with no English counterpart)")
         words = [j for j, token in enumerate(shown["cols"][:-1]) if token not in ".?!,"]
         best = max(words, key=lambda j: shown["weights"][step, j].item())
         names = ", ".join(f"'{gold.english[e]}'" for e in linked)
-        verdict = "✓ a gold link" if (best, step) in gold.possible else "✗ not a gold link"
-        return (f"strongest English word '{shown['cols'][best]}': {verdict} (gold: {names})")
+        verdict = ("✓ " + _("a gold link") if (best, step) in gold.possible
+                   else "✗ " + _("not a gold link"))
+        return _("strongest English word '{word}': {verdict} (gold: {names})").format(
+            word=shown["cols"][best], verdict=verdict, names=names)
 
     def describe(self, state: dict) -> str:
         translation = state["translation"]
         if translation is None:
-            return f"<b>note:</b> {html.escape(state['error'])}"
+            return f"<b>{_('note:')}</b> {html.escape(state['error'])}"
         shown, step, reference = state["map"], state["step"], state["reference"]
         english = " ".join(translation.source_tokens[:-1])
-        text = f"{html.escape(english)} → <b>{html.escape(translation.text) or '(empty)'}</b>"
+        text = f"{html.escape(english)} → <b>{html.escape(translation.text) or _('(empty)')}</b>"
         if reference["matches"] is True:
-            text += " ✓ matches a reference"
+            text += " ✓ " + _("matches a reference")
         elif reference["matches"] is False:
-            text += " ✗ differs from every reference"
+            text += " ✗ " + _("differs from every reference")
         if shown is not None:
             out, weights = shown["rows"][step], shown["weights"][step]
             best = int(weights.argmax())
-            where = "" if shown["kind"] == "translation" else "reading the reference, "
-            text += (f" &nbsp;·&nbsp; {where}step {step}: '{html.escape(out)}' attends most to "
-                     f"'{html.escape(shown['cols'][best])}' ({float(weights[best]):.2f})")
+            attends = (_("step {step}: '{word}' attends most to '{source}' ({weight})")
+                       if shown["kind"] == "translation" else
+                       _("reading the reference, step {step}: '{word}' attends most to "
+                         "'{source}' ({weight})"))
+            text += " &nbsp;·&nbsp; " + attends.format(
+                step=step, word=html.escape(out), source=html.escape(shown["cols"][best]),
+                weight=f"{float(weights[best]):.2f}")
         text += "<br>" + self._reference_line(reference)
         if shown is not None and shown["gold"] is not None:
             check = self.gold_check(state)
-            text += ("<br>gold links drawn (solid: sure, dashed: possible)"
-                     + (f"; step {step}: {html.escape(check)}" if check else ""))
+            text += ("<br>" + _("gold links drawn (solid: sure, dashed: possible)")
+                     + ("; " + _("step {step}: {check}").format(step=step, check=html.escape(check))
+                        if check else ""))
         for note in state["notes"]:
-            text += f"<br><b>note:</b> {html.escape(note)}"
+            text += f"<br><b>{_('note:')}</b> {html.escape(note)}"
         return text
 
     @staticmethod
     def _reference_line(reference: dict) -> str:
-        seen = {True: "a training sentence", False: "never seen in training",
+        seen = {True: _("a training sentence"), False: _("never seen in training"),
                 None: ""}[reference["seen"]]
         if not reference["references"]:
-            return ("no reference: the sentence is neither in the data file nor in the gold set"
+            return (_("no reference: the sentence is neither in the data file nor in the gold set")
                     + (f" ({seen})" if seen else ""))
-        where = (f"gold pair {reference['gold'].id}, hand-aligned" if reference["gold"]
-                 else "data file")
+        where = (_("gold pair {id}, hand-aligned").format(id=reference["gold"].id)
+                 if reference["gold"] else _("data file"))
         listed = " | ".join(html.escape(r) for r in reference["references"][:3])
         more = len(reference["references"]) - 3
-        return (f"reference ({where}{'; ' + seen if seen else ''}): {listed}"
-                + (f" (+{more} more)" if more > 0 else ""))
+        return (_("reference ({where}): {listed}").format(
+                    where=where + ("; " + seen if seen else ""), listed=listed)
+                + (" " + _("(+{more} more)").format(more=more) if more > 0 else ""))
 
     # -- keeping the slider's range in step with the map --------------------------------------
     def _on_change(self, change) -> None:

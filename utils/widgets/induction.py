@@ -11,6 +11,7 @@ of the last layer, with the heads that hold them.
 import ipywidgets as widgets
 import numpy as np
 
+from utils.i18n import _
 from utils.widgets.base import BlittedExplorer
 
 
@@ -36,7 +37,7 @@ class InductionExplorer(BlittedExplorer):
         self.panels = [(l, h) for l in range(layers) for h in range(heads)]
         steps = [c.step for c in run.checkpoints]
         controls = {"step": widgets.SelectionSlider(options=steps, value=steps[-1],
-                                                    description="training step",
+                                                    description=_("training step"),
                                                     style={"description_width": "initial"})}
         super().__init__(controls, figsize=(10, 3.9))
 
@@ -44,11 +45,11 @@ class InductionExplorer(BlittedExplorer):
         checkpoints = self.run.checkpoints
         steps = [c.step for c in checkpoints]
         self.loss_ax = fig.add_axes([0.06, 0.16, 0.25, 0.72])
-        self.loss_ax.plot(steps, [c.first_copy_loss for c in checkpoints], label="first copy")
+        self.loss_ax.plot(steps, [c.first_copy_loss for c in checkpoints], label=_("first copy"))
         self.loss_ax.plot(steps, [c.second_copy_loss for c in checkpoints], "--",
-                          label="second copy")
-        self.loss_ax.set_xlabel("training step", fontsize=8)
-        self.loss_ax.set_ylabel("loss per token", fontsize=8)
+                          label=_("second copy"))
+        self.loss_ax.set_xlabel(_("training step"), fontsize=8)
+        self.loss_ax.set_ylabel(_("loss per token"), fontsize=8)
         self.loss_ax.legend(fontsize=7)
         self.loss_ax.tick_params(labelsize=7)
         self.marker = self.loss_ax.axvline(steps[-1], color="0.3", lw=1)
@@ -61,12 +62,13 @@ class InductionExplorer(BlittedExplorer):
             ax = fig.add_axes([0.37 + index * (width + 0.02), 0.2, width, 0.68])
             image = ax.imshow(np.zeros((n, n)), cmap="Reds", vmin=0, vmax=1,
                               interpolation="nearest")
-            ax.set_title(f"layer {layer + 1}, head {head + 1}", fontsize=8)
+            ax.set_title(_("layer {layer}, head {head}").format(layer=layer + 1, head=head + 1),
+                         fontsize=8)
             ax.set_xticks(np.arange(n), labels, rotation=90, fontsize=5)
             ax.set_yticks(np.arange(n), labels if index == 0 else [], fontsize=5)
-            ax.set_xlabel("keys (position:token)", fontsize=7)
+            ax.set_xlabel(_("keys (position:token)"), fontsize=7)
             if index == 0:
-                ax.set_ylabel("queries", fontsize=7)
+                ax.set_ylabel(_("queries"), fontsize=7)
             self.images.append(image)
 
     def animated_artists(self):
@@ -87,8 +89,11 @@ class InductionExplorer(BlittedExplorer):
 
     def describe(self, state) -> str:
         last = len(self.run.checkpoints[0].attention)
-        return (f"step {state['step']} &nbsp;·&nbsp; loss: first copy {state['first']:.2f}, "
-                f"second copy {state['second']:.2f} &nbsp;·&nbsp; layer 1 previous-token score "
-                f"{state['previous']:.2f} (head {state['previous_head'] + 1}) &nbsp;·&nbsp; "
-                f"layer {last} induction score {state['induction']:.2f} "
-                f"(head {state['induction_head'] + 1})")
+        return " &nbsp;·&nbsp; ".join([
+            _("step {step}").format(step=state["step"]),
+            _("loss: first copy {first}, second copy {second}").format(
+                first=f"{state['first']:.2f}", second=f"{state['second']:.2f}"),
+            _("layer 1 previous-token score {score} (head {head})").format(
+                score=f"{state['previous']:.2f}", head=state["previous_head"] + 1),
+            _("layer {layer} induction score {score} (head {head})").format(
+                layer=last, score=f"{state['induction']:.2f}", head=state["induction_head"] + 1)])

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from utils.multihead import MultiHeadAttention, check_num_heads, divisors
+from utils.i18n import _
 from utils.widgets.base import BlittedExplorer
 
 HIDDEN = 12                      # divisors 1, 2, 3, 4, 6, 12 -> head sizes 12, 6, 4, 3, 2, 1
@@ -138,9 +139,9 @@ class HeadsExplorer(BlittedExplorer):
         self.cache = {}                        # (heads, valid_len) -> weights (h, n, n)
         controls = {
             "heads": widgets.SelectionSlider(options=divisors(num_hiddens), value=3,
-                                             description="heads"),
+                                             description=_("heads")),
             "valid_len": widgets.IntSlider(value=num_tokens, min=1, max=num_tokens,
-                                           description="valid length"),
+                                           description=_("valid length")),
         }
         super().__init__(controls, figsize=(9, 3.6))
 
@@ -156,9 +157,10 @@ class HeadsExplorer(BlittedExplorer):
         self.image = self.ax.imshow(np.full((n, n), np.nan), cmap=cmap, vmin=0, vmax=1,
                                     interpolation="nearest", extent=(0, n, n, 0))
         self.titles = [self.ax.text(0, 0, "", fontsize=8, ha="left", va="bottom")
-                       for _ in range(self.max_heads)]
-        fig.text(0.01, 0.01, f"each panel: rows = queries 0..{n - 1} (top to bottom), columns = "
-                 f"keys 0..{n - 1} (left to right); grey = masked key", fontsize=8)
+                       for _head in range(self.max_heads)]
+        fig.text(0.01, 0.01, _("each panel: rows = queries 0..{last} (top to bottom), columns = "
+                               "keys 0..{last} (left to right); grey = masked key").format(
+                                   last=n - 1), fontsize=8)
 
     def animated_artists(self):
         return [self.image, *self.titles]
@@ -179,7 +181,7 @@ class HeadsExplorer(BlittedExplorer):
     def mosaic(self, state) -> np.ndarray:
         """All panels in one picture: (rows·(n+1), cols·(n+1)), NaN gaps, MASKED masked keys."""
         n, slot = self.num_tokens, self.num_tokens + 1
-        rows, cols, _ = mosaic_layout(state["heads"], self.columns, self.rows)
+        rows, cols, _scale = mosaic_layout(state["heads"], self.columns, self.rows)
         picture = np.full((rows * slot, cols * slot), np.nan)
         for head, panel in enumerate(state["weights"].numpy()):
             panel = panel.copy()
@@ -201,13 +203,19 @@ class HeadsExplorer(BlittedExplorer):
             offset = state["offsets"][head]
             aim = "t" if offset == 0 else f"t{offset:+d}"
             title.set_position((c * slot * scale, r * slot * scale - 0.1))
-            title.set_text(f"head {head + 1} (aim {aim})")          # built for; size 1 misses
+            title.set_text(_("head {i} (aim {aim})").format(i=head + 1, aim=aim))          # built for; size 1 misses
 
     def describe(self, state) -> str:
         looks = ", ".join("–" if k is None else str(k) for k in state["looks_at"])
-        uniform = (" (–: a uniform row, no favourite key)" if None in state["looks_at"] else "")
-        note = (" &nbsp;·&nbsp; size-1 heads can only pick the first or last key (of the valid keys)"
+        uniform = (" " + _("(–: a uniform row, no favourite key)")
+                   if None in state["looks_at"] else "")
+        note = (" &nbsp;·&nbsp; " + _("size-1 heads can only pick the first or last key (of the "
+                                      "valid keys)")
                 if state["head_size"] == 1 else "")
-        return (f"heads: {state['heads']} &nbsp;·&nbsp; head size: {state['head_size']} "
-                f"&nbsp;·&nbsp; valid length: {state['valid_len']} &nbsp;·&nbsp; "
-                f"query {state['query']} looks hardest at keys: [{looks}]{uniform}{note}")
+        return (" &nbsp;·&nbsp; ".join([
+            _("heads: {heads}").format(heads=state["heads"]),
+            _("head size: {size}").format(size=state["head_size"]),
+            _("valid length: {length}").format(length=state["valid_len"]),
+            _("query {query} looks hardest at keys: [{keys}]").format(query=state["query"],
+                                                                        keys=looks)])
+                + uniform + note)

@@ -7,6 +7,7 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from utils.positional import sinusoid_frequencies
+from utils.i18n import _
 from utils.widgets.base import BlittedExplorer
 
 COLUMNS_DRAWN = 4
@@ -61,13 +62,13 @@ class PositionalEncodingExplorer(BlittedExplorer):
         style = {"description_width": "initial"}
         controls = {
             "dim": widgets.IntSlider(value=dim, min=4, max=max_dim, step=2,
-                                     description="encoding dim", style=style),
+                                     description=_("encoding dim"), style=style),
             "base": widgets.FloatLogSlider(value=base, base=10, min=1, max=5, step=0.5,
-                                           description="base", readout_format=".0f", style=style),
+                                           description=_("base"), readout_format=".0f", style=style),
             "positions": widgets.IntRangeSlider(value=positions, min=0, max=max_position,
-                                                description="positions", style=style),
+                                                description=_("positions"), style=style),
             "first_column": widgets.IntSlider(value=first_column, min=0,
-                                              max=dim - COLUMNS_DRAWN, description="first column",
+                                              max=dim - COLUMNS_DRAWN, description=_("first column"),
                                               style=style),
         }
         self._holding = False
@@ -80,15 +81,16 @@ class PositionalEncodingExplorer(BlittedExplorer):
         self.line_labels = [self.ax_lines.text(0.02 + 0.24 * k, 1.02, "", color=c, fontsize=8,
                                                transform=self.ax_lines.transAxes)
                             for k, c in enumerate(LINE_COLOURS)]
-        self.ax_lines.set(ylim=(-1.1, 1.1), xlabel="position i")
+        self.ax_lines.set(ylim=(-1.1, 1.1), xlabel=_("position i"))
         self.table_image = self.ax_table.imshow(np.zeros((2, 2)), cmap="RdBu_r", vmin=-1, vmax=1,
                                                 aspect="auto", interpolation="nearest")
-        self.ax_table.set(xlabel="column (encoding dim)", ylabel="position i", title="P[i, column]")
+        self.ax_table.set(xlabel=_("column (encoding dim)"), ylabel=_("position i"),
+                         title=_("P[i, column]"))
         self.sim_image = self.ax_sim.imshow(np.zeros((2, 2)), cmap="viridis", vmin=-1, vmax=1,
                                             aspect="auto", interpolation="nearest")
         # Symmetric, and its rows are the middle panel's positions: x ticks suffice (each tick
         # axis redrawn costs ~8 ms when the range moves).
-        self.ax_sim.set(xlabel="position j", ylabel="position i",
+        self.ax_sim.set(xlabel=_("position j"), ylabel=_("position i"),
                         title="PE(i)·PE(j) / (d/2)", yticks=[])
         for axis in self.moving_axes():
             axis.set_major_locator(MaxNLocator(5, integer=True))
@@ -148,7 +150,7 @@ class PositionalEncodingExplorer(BlittedExplorer):
         padded = state["columns"] + [None] * (COLUMNS_DRAWN - len(state["columns"]))
         for line, label, column in zip(self.lines, self.line_labels, padded):
             line.set_visible(column is not None)
-            label.set_text("" if column is None else f"column {column}")
+            label.set_text("" if column is None else _("column {column}").format(column=column))
             if column is not None:
                 line.set_data(steps, table[:, column])
         span = (start - 0.5, stop + 0.5)
@@ -165,9 +167,10 @@ class PositionalEncodingExplorer(BlittedExplorer):
         periods = ", ".join(f"{p:.1f}" for p in state["periods"])
         # Round-off digits differ between machines: print the bound they stay under.
         spread = state["offset_spread"]
-        deviation = "below 1e-12" if spread < 1e-12 else f"{spread:.1e}"
-        return (f"d = {state['dim']}, base = {state['base']:.0f}, positions "
-                f"{state['positions'][0]}–{state['positions'][-1]}, columns "
-                f"{columns[0]}–{columns[-1]} (periods {periods}); longest period "
-                f"{state['longest_period']:.0f}; similarity depends only on j − i "
-                f"(largest deviation {deviation})")
+        deviation = _("below 1e-12") if spread < 1e-12 else f"{spread:.1e}"
+        return _("d = {dim}, base = {base}, positions {start}–{stop}, columns {first}–{last} "
+                 "(periods {periods}); longest period {longest}; similarity depends only on "
+                 "j − i (largest deviation {deviation})").format(
+            dim=state["dim"], base=f"{state['base']:.0f}", start=state["positions"][0],
+            stop=state["positions"][-1], first=columns[0], last=columns[-1], periods=periods,
+            longest=f"{state['longest_period']:.0f}", deviation=deviation)

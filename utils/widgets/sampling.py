@@ -24,6 +24,7 @@ from utils.data import EOS
 from utils.language_model import check_temperature, check_top_k, check_top_p, sample
 from utils.lm_training import encode_prompt
 from utils.next_token import next_token_table, next_token_view
+from utils.i18n import _
 from utils.widgets.base import BlittedExplorer
 
 TOP = 15
@@ -102,14 +103,15 @@ class SamplingExplorer(BlittedExplorer):
         self.shown_prompt = None                 # the prompt the axes are labelled for
         config = model.config
         self.num_rows = config.num_blks * config.num_heads
-        self.row_labels = [f"layer {l + 1} · head {h + 1}" for l in range(config.num_blks)
+        self.row_labels = [_("layer {layer} · head {head}").format(layer=l + 1, head=h + 1)
+                           for l in range(config.num_blks)
                            for h in range(config.num_heads)]
         wide = {"description_width": "initial"}
         controls = {
-            "prompt": widgets.Text(value=prompt, description="prompt", continuous_update=False,
+            "prompt": widgets.Text(value=prompt, description=_("prompt"), continuous_update=False,
                                    style=wide),
             "temperature": widgets.FloatSlider(value=1.0, min=0.1, max=2.0, step=0.1,
-                                               description="temperature", style=wide),
+                                               description=_("temperature"), style=wide),
             "top_k": widgets.IntSlider(value=0, min=0, max=50, description="top-k", style=wide),
             "top_p": widgets.FloatSlider(value=1.0, min=0.05, max=1.0, step=0.05,
                                          description="top-p", style=wide),
@@ -124,14 +126,14 @@ class SamplingExplorer(BlittedExplorer):
         self.bar_ax.set_ylim(TOP - 0.5, -0.5)                      # most likely on top
         self.bar_ax.set_xlim(FLOOR, 1)
         self.bar_ax.set_yticks(np.arange(TOP))
-        self.bar_ax.set_xlabel("probability at this temperature (log scale)\n"
-                               "grey: removed by top-k / top-p", fontsize=8)
-        self.bar_ax.set_title("next token", fontsize=9)
+        self.bar_ax.set_xlabel(_("probability at this temperature (log scale)\n"
+                                 "grey: removed by top-k / top-p"), fontsize=8)
+        self.bar_ax.set_title(_("next token"), fontsize=9)
         self.heat_ax = fig.add_axes([0.52, 0.22, 0.40, 0.68])
         self.image = self.heat_ax.imshow(np.zeros((self.num_rows, 1)), cmap="Reds", vmin=0,
                                          vmax=1, aspect="auto", interpolation="nearest")
         self.heat_ax.set_yticks(np.arange(self.num_rows), self.row_labels, fontsize=7)
-        self.heat_ax.set_title("attention of the last position", fontsize=9)
+        self.heat_ax.set_title(_("attention of the last position"), fontsize=9)
         fig.colorbar(self.image, ax=self.heat_ax, fraction=0.04, pad=0.02)
 
     def prompt_axes(self) -> list:
@@ -200,10 +202,13 @@ class SamplingExplorer(BlittedExplorer):
             return f"<b>ValueError:</b> {html.escape(state['error'])}"
         table = state["table"]
         read = " ".join(state["view"].tokens)
-        k = state["top_k"] or "off"
+        k = state["top_k"] or _("off")
         words = " ".join(state["continuation"])
-        return (f"read: {html.escape(read)} &nbsp;·&nbsp; temperature {state['temperature']:.1f}"
-                f" &nbsp;·&nbsp; top-k {k} &nbsp;·&nbsp; top-p {state['top_p']:.2f} &nbsp;·&nbsp; "
-                f"kept {table['num_kept']} tokens holding {table['kept_mass']:.2f} of the "
-                f"probability &nbsp;·&nbsp; sampled (seed {self.seed}): "
-                f"<i>{html.escape(words)}</i>")
+        return " &nbsp;·&nbsp; ".join([
+            _("read: {tokens}").format(tokens=html.escape(read)),
+            _("temperature {temperature}").format(temperature=f"{state['temperature']:.1f}"),
+            f"top-k {k}", f"top-p {state['top_p']:.2f}",
+            _("kept {kept} tokens holding {mass} of the probability").format(
+                kept=table["num_kept"], mass=f"{table['kept_mass']:.2f}"),
+            _("sampled (seed {seed}): {words}").format(
+                seed=self.seed, words=f"<i>{html.escape(words)}</i>")])

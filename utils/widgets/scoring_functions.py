@@ -20,10 +20,20 @@ import torch
 from utils.attention import (AdditiveAttention, BilinearAttention, DotProductAttention,
                              attention_entropy, causal_valid_lens, softmax_jacobian_norm)
 from utils.masking import masked_softmax
+from utils.i18n import _
 from utils.widgets.base import BlittedExplorer
 
 SCORING_CHOICES = {"additive": "additive", "dot product": "dot",
                    "scaled dot product": "scaled_dot", "bilinear": "bilinear"}
+
+
+def scoring_label(scoring: str) -> str:
+    """The menu's name of a scoring function (a value of SCORING_CHOICES), in the current
+    language (SCORING_CHOICES' keys in English)."""
+    return {"additive": _("additive"), "dot": _("dot product"),
+            "scaled_dot": _("scaled dot product"), "bilinear": _("bilinear")}[scoring]
+
+
 DIMENSIONS = tuple(2 ** i for i in range(11))          # 1, 2, 4, ..., 1024
 # A key j whose weight is below this gets a score gradient ∂L/∂a_j = α_j (g_j - αᵀg) of at
 # most 2 * LIVE_WEIGHT * max|g|, g = ∂L/∂α being the gradient that arrives at the weights.
@@ -111,7 +121,7 @@ def saturation_stats(queries: torch.Tensor, keys: torch.Tensor, scaled: bool) ->
 # ----------------------------------------------------------------------------- explorers
 
 def length_slider(row: int, keys: int) -> widgets.IntSlider:
-    return widgets.IntSlider(value=keys, min=0, max=keys, step=1, description=f"length q{row}",
+    return widgets.IntSlider(value=keys, min=0, max=keys, step=1, description=_("length q{row}").format(row=row),
                              continuous_update=True)
 
 
@@ -126,9 +136,9 @@ class MaskExplorer(BlittedExplorer):
         with torch.no_grad():
             for name, module in scoring_modules(size, seed=seed).items():
                 self.scores[name] = module.score(self.tokens, self.tokens)[0]
-        controls = {"scoring": widgets.Dropdown(options=SCORING_CHOICES, value="scaled_dot",
-                                                description="scoring"),
-                    "causal": widgets.Checkbox(value=False, description="causal mask")}
+        controls = {"scoring": widgets.Dropdown(options={scoring_label(v): v for v in SCORING_CHOICES.values()},
+                                                value="scaled_dot", description=_("scoring")),
+                    "causal": widgets.Checkbox(value=False, description=_("causal mask"))}
         controls.update({f"length_{i}": length_slider(i, num_tokens) for i in range(num_tokens)})
         super().__init__(controls, figsize=(4.2, 3.2))
 
@@ -136,11 +146,11 @@ class MaskExplorer(BlittedExplorer):
         t = self.tokens.shape[1]
         self.ax = fig.subplots()
         self.heatmap = self.ax.imshow(np.zeros((t, t)), cmap="Reds", vmin=0, vmax=1)
-        self.ax.set(xticks=range(t), yticks=range(t), xlabel="keys", ylabel="queries",
+        self.ax.set(xticks=range(t), yticks=range(t), xlabel=_("keys"), ylabel=_("queries"),
                     xticklabels=[f"k{j}" for j in range(t)], yticklabels=[f"q{i}" for i in range(t)])
         self.labels = [[self.ax.text(j, i, "", ha="center", va="center", fontsize=8)
                         for j in range(t)] for i in range(t)]
-        fig.colorbar(self.heatmap, ax=self.ax, shrink=0.8, label="attention weight")
+        fig.colorbar(self.heatmap, ax=self.ax, shrink=0.8, label=_("attention weight"))
         fig.tight_layout()
 
     def animated_artists(self):
@@ -165,12 +175,13 @@ class MaskExplorer(BlittedExplorer):
                 label.set_color("white" if weights[i, j] > 0.6 else "black")
 
     def describe(self, state) -> str:
-        name = next(k for k, v in SCORING_CHOICES.items() if v == state["scoring"])
+        name = scoring_label(state["scoring"])
         lengths = ", ".join(str(n) for n in state["lengths"].tolist())
         entropy = ", ".join(f"{h:.2f}" for h in state["entropy"].tolist())
-        causal = " (causal)" if state["causal"] else ""
-        return (f"{name} · valid lengths{causal}: [{lengths}] &nbsp;·&nbsp; "
-                f"entropy per row (nats): [{entropy}]")
+        valid = (_("valid lengths (causal): [{lengths}]") if state["causal"]
+                 else _("valid lengths: [{lengths}]")).format(lengths=lengths)
+        return (f"{name} · {valid} &nbsp;·&nbsp; "
+                + _("entropy per row (nats): [{entropy}]").format(entropy=entropy))
 
 
 class ScaleExplorer(BlittedExplorer):
@@ -185,24 +196,24 @@ class ScaleExplorer(BlittedExplorer):
         self.curves = {scaled: [self.table[d, scaled]["entropy"] for d in DIMENSIONS]
                        for scaled in (False, True)}
         controls = {"d": widgets.SelectionSlider(options=DIMENSIONS, value=16,
-                                                 description="dimension d"),
-                    "scaled": widgets.Checkbox(value=True, description="divide scores by √d")}
+                                                 description=_("dimension d")),
+                    "scaled": widgets.Checkbox(value=True, description=_("divide scores by √d"))}
         super().__init__(controls, figsize=(8, 2.8))
 
     def build_figure(self, fig):
         n = self.keys.shape[0]
         self.ax_bar, self.ax_curve = fig.subplots(1, 2)
         self.bars = self.ax_bar.bar(range(n), np.zeros(n), color="tab:red")
-        self.ax_bar.set(ylim=(0, 1.05), xticks=range(n), xlabel="key", ylabel="weight",
-                        title="weights of query 0")
+        self.ax_bar.set(ylim=(0, 1.05), xticks=range(n), xlabel=_("key"), ylabel=_("weight"),
+                        title=_("weights of query 0"))
         # The lesson's convention (its figure of section 4): unscaled solid, scaled dashed magenta.
         for scaled, style in CURVE_STYLES.items():
             self.ax_curve.plot(DIMENSIONS, self.curves[scaled], style,
                                label="q·k/√d" if scaled else "q·k")
-        self.ax_curve.axhline(math.log(n), color="gray", lw=0.8, ls=":", label="uniform")
+        self.ax_curve.axhline(math.log(n), color="gray", lw=0.8, ls=":", label=_("uniform"))
         (self.marker,) = self.ax_curve.plot([], [], "ko")
-        self.ax_curve.set(xscale="log", xlabel="dimension d", ylabel="mean entropy (nats)",
-                          ylim=(0, math.log(n) * 1.1), title="entropy of the weights")
+        self.ax_curve.set(xscale="log", xlabel=_("dimension d"), ylabel=_("mean entropy (nats)"),
+                          ylim=(0, math.log(n) * 1.1), title=_("entropy of the weights"))
         self.ax_curve.legend(fontsize=8)
         fig.tight_layout()
 
@@ -224,17 +235,25 @@ class ScaleExplorer(BlittedExplorer):
         how = "q·k/√d" if state["scaled"] else "q·k"
         n, m = self.keys.shape[0], self.queries.shape[0]
         weights_0 = state["weights"][0]                                             # (n,)
-        return (f"d = {state['d']}, scores {how} &nbsp;·&nbsp; <b>query 0</b> (the bars): "
-                f"largest weight {weights_0.max().item():.2f} "
-                f"&nbsp;·&nbsp; live keys {int((weights_0 >= LIVE_WEIGHT).sum())} of {n} "
-                f"&nbsp;·&nbsp; ‖∂α/∂scores‖ {state['jacobian_norms'][0].item():.3f} "
-                f"&nbsp;·&nbsp; ‖∂α/∂q‖ {state['query_gradients'][0].item():.3f}"
-                f"<br><b>all {m} queries:</b> score std {state['score_std']:.2f} "
-                f"&nbsp;·&nbsp; mean entropy {state['entropy']:.2f} of {math.log(n):.2f} nats "
-                f"&nbsp;·&nbsp; mean largest weight {state['max_weight']:.2f} "
-                f"&nbsp;·&nbsp; mean live keys (weight ≥ {LIVE_WEIGHT:g}) "
-                f"{state['live_keys']:.1f} of {n} "
-                f"&nbsp;·&nbsp; mean ‖∂α/∂scores‖ {state['jacobian_norm']:.3f} "
-                f"&nbsp;·&nbsp; ‖∂α/∂q‖ mean {state['query_gradient']:.3f}, "
-                f"median {state['median_query_gradient']:.2g}, "
-                f"below {SMALL_GRADIENT:g} for {state['small_gradient_queries']} of {m}")
+        sep = " &nbsp;·&nbsp; "
+        query_0 = sep.join([
+            _("d = {d}, scores {how}").format(d=state["d"], how=how),
+            _("<b>query 0</b> (the bars): largest weight {weight}").format(
+                weight=f"{weights_0.max().item():.2f}"),
+            _("live keys {live} of {n}").format(live=int((weights_0 >= LIVE_WEIGHT).sum()), n=n),
+            _("‖∂α/∂scores‖ {norm}").format(norm=f"{state['jacobian_norms'][0].item():.3f}"),
+            f"‖∂α/∂q‖ {state['query_gradients'][0].item():.3f}"])
+        all_queries = sep.join([
+            _("<b>all {m} queries:</b> score std {std}").format(
+                m=m, std=f"{state['score_std']:.2f}"),
+            _("mean entropy {entropy} of {uniform} nats").format(
+                entropy=f"{state['entropy']:.2f}", uniform=f"{math.log(n):.2f}"),
+            _("mean largest weight {weight}").format(weight=f"{state['max_weight']:.2f}"),
+            _("mean live keys (weight ≥ {live_weight}) {live} of {n}").format(
+                live_weight=f"{LIVE_WEIGHT:g}", live=f"{state['live_keys']:.1f}", n=n),
+            _("mean ‖∂α/∂scores‖ {norm}").format(norm=f"{state['jacobian_norm']:.3f}"),
+            _("‖∂α/∂q‖ mean {mean}, median {median}, below {small} for {count} of {m}").format(
+                mean=f"{state['query_gradient']:.3f}",
+                median=f"{state['median_query_gradient']:.2g}", small=f"{SMALL_GRADIENT:g}",
+                count=state["small_gradient_queries"], m=m)])
+        return f"{query_0}<br>{all_queries}"

@@ -25,10 +25,18 @@ import numpy as np
 
 # The demo's data and computations live in utils.transformer (re-exported here for lessons).
 from utils.transformer import TEST_PAIRS, attention_maps
+from utils.i18n import _
 from utils.widgets.base import BlittedExplorer, one_torch_thread
 
 ATTENTION_KINDS = {"encoder self-attention": "encoder", "decoder self-attention": "decoder_self",
                    "encoder–decoder attention": "cross"}
+
+
+def kind_label(kind: str) -> str:
+    """The menu's name of an attention kind (a value of ATTENTION_KINDS), in the current
+    language (ATTENTION_KINDS' keys in English)."""
+    return {"encoder": _("encoder self-attention"), "decoder_self": _("decoder self-attention"),
+            "cross": _("encoder–decoder attention")}[kind]
 
 
 # ----------------------------------------------------------------------------- pure functions
@@ -59,8 +67,9 @@ def reference_note(text: str, reference: str | None) -> str:
     """HTML after a translation: nothing without a reference, else whether the two agree."""
     if reference is None:
         return ""
-    verdict = "the reference" if text == reference else "differs from the reference"
-    return f" ({verdict} <i>{html.escape(reference)}</i>)"
+    note = (_("(the reference <i>{reference}</i>)") if text == reference
+            else _("(differs from the reference <i>{reference}</i>)"))
+    return " " + note.format(reference=html.escape(reference))
 
 
 # ----------------------------------------------------------------------------- explorers
@@ -69,7 +78,7 @@ class TransformerAttentionExplorer(BlittedExplorer):
     """Type a sentence, pick encoder / decoder / encoder–decoder attention, a layer and a head."""
 
     def __init__(self, model, src_vocab, tgt_vocab, num_steps: int, sentence: str = "he's calm .",
-                 sentences=tuple(english for english, _ in TEST_PAIRS),
+                 sentences=tuple(english for english, _french in TEST_PAIRS),
                  references=None):
         self.model, self.src_vocab, self.tgt_vocab = model, src_vocab, tgt_vocab
         self.num_steps = num_steps
@@ -81,12 +90,12 @@ class TransformerAttentionExplorer(BlittedExplorer):
         self._labels = None                               # tick labels currently drawn
         controls = {
             "sentence": widgets.Combobox(value=sentence, options=list(sentences),
-                                         description="sentence", ensure_option=False,
+                                         description=_("sentence"), ensure_option=False,
                                          continuous_update=False),
-            "kind": widgets.Dropdown(options=ATTENTION_KINDS, value="cross",
-                                     description="attention"),
-            "layer": widgets.IntSlider(value=1, min=1, max=self.layers, description="layer"),
-            "head": widgets.IntSlider(value=1, min=1, max=self.heads, description="head"),
+            "kind": widgets.Dropdown(options={kind_label(k): k for k in ATTENTION_KINDS.values()},
+                                     value="cross", description=_("attention")),
+            "layer": widgets.IntSlider(value=1, min=1, max=self.layers, description=_("layer")),
+            "head": widgets.IntSlider(value=1, min=1, max=self.heads, description=_("head")),
         }
         for option in sentences:                         # what the menu offers, computed now
             self.maps_for_one_thread(option)
@@ -113,12 +122,12 @@ class TransformerAttentionExplorer(BlittedExplorer):
         self.ax = fig.subplots()
         cmap = matplotlib.colormaps["Reds"].with_extremes(bad="#eeeeee")
         self.image = self.ax.imshow(np.full((n, n), np.nan), cmap=cmap, vmin=0, vmax=1)
-        self.ax.set(xticks=range(n), yticks=range(n), xlabel="keys", ylabel="queries")
+        self.ax.set(xticks=range(n), yticks=range(n), xlabel=_("keys"), ylabel=_("queries"))
         self.ax.tick_params(axis="x", labelrotation=90, labelsize=8)
         self.ax.tick_params(axis="y", labelsize=8)
         self.title = self.ax.text(0.5, 1.03, "", transform=self.ax.transAxes, ha="center",
                                   fontsize=10)
-        fig.colorbar(self.image, ax=self.ax, shrink=0.8, label="attention weight")
+        fig.colorbar(self.image, ax=self.ax, shrink=0.8, label=_("attention weight"))
         fig.subplots_adjust(left=0.25, bottom=0.22, right=0.98, top=0.92)
 
     def animated_artists(self):
@@ -145,7 +154,7 @@ class TransformerAttentionExplorer(BlittedExplorer):
         n = self.num_steps
         if state["error"]:
             self.image.set_data(np.full((n, n), np.nan))
-            self.title.set_text("no translation (see the message above)")
+            self.title.set_text(_("no translation (see the message above)"))
             if self._labels is not None:                  # no tokens: blank the tick labels
                 self.ax.set_yticks(range(n), [""] * n)
                 self.ax.set_xticks(range(n), [""] * n)
@@ -158,8 +167,8 @@ class TransformerAttentionExplorer(BlittedExplorer):
             self.ax.set_xticks(range(n), pad(state["cols"]))
             self._labels = labels
         self.image.set_data(np.ma.masked_invalid(state["picture"]))
-        name = next(k for k, v in ATTENTION_KINDS.items() if v == state["kind"])
-        self.title.set_text(f"{name}, layer {state['layer']}, head {state['head']}")
+        self.title.set_text(_("{kind}, layer {layer}, head {head}").format(
+            kind=kind_label(state["kind"]), layer=state["layer"], head=state["head"]))
 
     def describe(self, state) -> str:
         if state["error"]:
@@ -168,23 +177,27 @@ class TransformerAttentionExplorer(BlittedExplorer):
         source = " ".join(state["maps"].source_tokens[:state["maps"].source_valid_len])
         notes = []
         if translation.dropped:
-            notes.append(f"note: only the first {self.num_steps - 1} words fit (num_steps="
-                         f"{self.num_steps}); dropped: {' '.join(translation.dropped)}")
+            notes.append(_("note: only the first {kept} words fit (num_steps={num_steps}); "
+                           "dropped: {dropped}").format(kept=self.num_steps - 1,
+                                                        num_steps=self.num_steps,
+                                                        dropped=" ".join(translation.dropped)))
         if translation.unknown:
-            notes.append(f"note: unknown to the model (read as &lt;unk&gt;): "
-                         f"{' '.join(translation.unknown)}")
+            notes.append(_("note: unknown to the model (read as &lt;unk&gt;): {words}").format(
+                words=" ".join(translation.unknown)))
         if not translation.ended:
-            notes.append("note: no &lt;eos&gt; within num_steps")
+            notes.append(_("note: no &lt;eos&gt; within num_steps"))
         matrix = state["matrix"]
         top = matrix.argmax(axis=1)
         focus = ", ".join(f"{html.escape(state['rows'][i])} ⇒ {html.escape(state['cols'][j])}"
                           for i, j in enumerate(top))
         extra = "".join(f"<br>{html.escape(note).replace('&amp;', '&')}" for note in notes)
-        name = next(k for k, v in ATTENTION_KINDS.items() if v == state["kind"])
+        where = _("{kind}, layer {layer}, head {head}").format(
+            kind=kind_label(state["kind"]), layer=state["layer"], head=state["head"])
         return (f"{html.escape(source)} → <b>{html.escape(translation.text)}</b>"
                 f"{reference_note(translation.text, self.references.get(state['sentence']))} "
-                f"&nbsp;·&nbsp; {name}, layer {state['layer']}, head {state['head']}: strongest "
-                f"key per query: {focus}{extra}")
+                f"&nbsp;·&nbsp; "
+                + _("{where}: strongest key per query: {focus}").format(where=where, focus=focus)
+                + extra)
 
 
 class CausalMaskExplorer(BlittedExplorer):
@@ -195,7 +208,7 @@ class CausalMaskExplorer(BlittedExplorer):
             raise ValueError("runs must map True (with the causal mask) and False (without) to "
                              "summaries; build them with causal_demo_runs()")
         self.runs = runs
-        controls = {"causal": widgets.Checkbox(value=True, description="causal mask")}
+        controls = {"causal": widgets.Checkbox(value=True, description=_("causal mask"))}
         super().__init__(controls, figsize=(8.4, 3.2))
 
     def build_figure(self, fig):
@@ -204,16 +217,17 @@ class CausalMaskExplorer(BlittedExplorer):
         for causal, colour in ((True, "tab:blue"), (False, "tab:red")):
             losses = self.runs[causal]["losses"]
             (self.curves[causal],) = self.ax_loss.plot(range(1, len(losses) + 1), losses,
-                                                       color=colour, label="with mask" if causal
-                                                       else "without mask")
-        self.ax_loss.set(yscale="log", xlabel="epoch", ylabel="training loss per token",
-                         title="training loss")
+                                                       color=colour,
+                                                       label=_("with mask") if causal
+                                                       else _("without mask"))
+        self.ax_loss.set(yscale="log", xlabel=_("epoch"), ylabel=_("training loss per token"),
+                         title=_("training loss"))
         self.ax_loss.legend(fontsize=8)
         inputs = self.runs[True]["inputs"]
         t = len(inputs)
         self.image = self.ax_map.imshow(np.zeros((t, t)), cmap="Reds", vmin=0, vmax=1)
-        self.ax_map.set(xticks=range(t), yticks=range(t), xlabel="keys (decoder inputs)",
-                        ylabel="queries")
+        self.ax_map.set(xticks=range(t), yticks=range(t), xlabel=_("keys (decoder inputs)"),
+                        ylabel=_("queries"))
         self.ax_map.set_xticklabels(inputs, rotation=90, fontsize=8)
         self.ax_map.set_yticklabels(inputs, fontsize=8)
         self.map_title = self.ax_map.text(0.5, 1.04, "", transform=self.ax_map.transAxes,
@@ -235,20 +249,24 @@ class CausalMaskExplorer(BlittedExplorer):
             curve.set_linewidth(2.5 if chosen else 1.0)
             curve.set_alpha(1.0 if chosen else 0.35)
         self.image.set_array(state["attention"])
-        self.map_title.set_text(f"decoder self-attention, {'with' if state['causal'] else 'no'} "
-                                f"mask\n(mean of layers and heads)")
+        self.map_title.set_text(_("decoder self-attention, with mask\n(mean of layers and heads)")
+                                if state["causal"] else
+                                _("decoder self-attention, no mask\n(mean of layers and heads)"))
 
     def describe(self, state) -> str:
         lines = "; ".join(f"{html.escape(english)} → "
-                          f"{html.escape(text) if text else '(nothing: &lt;eos&gt; first)'}"
+                          f"{html.escape(text) if text else _('(nothing: &lt;eos&gt; first)')}"
                           f"{reference_note(text, french)} (BLEU {score:.2f})"
                           for (english, french), text, score in zip(state["pairs"],
                                                                     state["translations"],
                                                                     state["bleu"]))
-        return (f"causal mask {'ON' if state['causal'] else 'OFF'} &nbsp;·&nbsp; final training "
-                f"loss {state['final_loss']:.3f} per token &nbsp;·&nbsp; weight on future "
-                f"positions {100 * state['future_share']:.0f}% &nbsp;·&nbsp; mean BLEU "
-                f"{state['mean_bleu']:.2f}<br>{lines}")
+        return (" &nbsp;·&nbsp; ".join([
+            _("causal mask ON") if state["causal"] else _("causal mask OFF"),
+            _("final training loss {loss} per token").format(loss=f"{state['final_loss']:.3f}"),
+            _("weight on future positions {share}%").format(
+                share=f"{100 * state['future_share']:.0f}"),
+            _("mean BLEU {bleu}").format(bleu=f"{state['mean_bleu']:.2f}")])
+                + f"<br>{lines}")
 
     def snapshot_text(self) -> str:
         """Both runs as plain text, the one shown first: a saved notebook keeps only one picture,
@@ -256,4 +274,4 @@ class CausalMaskExplorer(BlittedExplorer):
         shown = super().snapshot_text()
         other = self.describe(self.compute(not self.state["causal"]))
         other = html.unescape(re.sub(r"<[^>]+>", " ", other))
-        return f"{shown} || the other run: {' '.join(other.split())}"
+        return f"{shown} || " + _("the other run: {text}").format(text=" ".join(other.split()))
