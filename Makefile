@@ -50,7 +50,7 @@ lab: $(STAMP)
 #   thread, so an output that holds only with this machine's SIMD kernels (AVX-512 here, AVX2
 #   elsewhere) or thread count fails here, not on a student's machine; then the tests that
 #   grade in the sandbox and check what it leaves behind (hostile, resume, exercise, feedback,
-#   null-submission, workflow and fault tests), one after another.
+#   null-submission, workflow, fault and Chinese-grading tests), one after another.
 # The sandboxes of lane 1 run as other uids than lane 2's ($(LANE1_UIDS)): the two lanes never
 # share a sandbox uid, its process limit or its processes, so grading tests may run in both.
 # The split is by measured durations, so that the lanes end at about one time.
@@ -62,7 +62,7 @@ LANE1_UIDS := ATTENTION_COURSE_SANDBOX_UID_BASE=61128
 LANE2_TESTS := tests/test_grading_hostile.py tests/test_grading_resume.py \
                tests/test_exercises.py tests/test_feedback_diagnoses.py \
                tests/test_grading_workflow.py tests/test_null_submissions.py \
-               tests/test_grading_faults.py
+               tests/test_grading_faults.py tests/test_grading_chinese.py
 LANE2_LOG := tests/artifacts/lane2.log
 
 test: $(STAMP)

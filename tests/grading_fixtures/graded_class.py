@@ -90,9 +90,14 @@ def grade_class(tmp: pathlib.Path):
     run_cli("feedback", "--chapter", CHAPTER_SPEC, course=course)
     run_cli("export", "--chapter", CHAPTER_SPEC, "--to", str(course / "grades.csv"),
             course=course)
+    return course, read_grades(course / "grades.csv")
+
+
+def read_grades(path: pathlib.Path) -> dict:
+    """{(assignment, student): {grade_id: score}} from an export (one chapter: no prefix)."""
     grades, names = {}, {_nbgrader(c).get("grade_id") for a in ASSIGNMENTS
                          for c in instructor(a).cells}
-    with open(course / "grades.csv", encoding="utf-8") as table:
+    with open(path, encoding="utf-8") as table:
         for row in csv.DictReader(table):
             for column, value in row.items():
                 if ":" not in column and column in names and value not in ("", None):
@@ -100,4 +105,4 @@ def grade_class(tmp: pathlib.Path):
                 if ":" in column and value not in ("", None):
                     assignment, grade_id = column.split(":", 1)
                     grades.setdefault((assignment, row["student_id"]), {})[grade_id] = float(value)
-    return course, grades
+    return grades

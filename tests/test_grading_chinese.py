@@ -1,0 +1,81 @@
+"""The Chinese exercises graded: the same code earns the same points, the feedback is Chinese.
+
+Every chapter is released in Chinese (``release --language zh-CN``). Each fixture submission of
+the English run (``graded_class``: the correct answers, the second answers and the packed
+catalogued mistakes) is made again with the same answer code in the Chinese released notebook,
+and the Chinese instructor notebook is submitted as it is. One autograde for all; each
+submission's points, exercise by exercise, must equal the English run's, and what the checks
+print for a student is Chinese.
+"""
+
+import json
+import pathlib
+import tempfile
+
+import nbformat
+import pytest
+
+from grading_fixtures.graded_class import (ALTERNATIVE, ASSIGNMENTS, CHAPTER_SPEC, CHAPTERS,
+                                           CORRECT, INSTRUCTOR, instructor, mistake_students,
+                                           read_grades, run_cli)
+from grading_fixtures.mistakes import ALTERNATIVES, submission
+
+CJK = range(0x4E00, 0xA000)
+
+
+def chinese_characters(text: str) -> int:
+    return sum(ord(ch) in CJK for ch in text)
+
+
+@pytest.fixture(scope="module")
+def chinese_class():
+    """(course directory, grades) of the Chinese run."""
+    with tempfile.TemporaryDirectory(prefix="graded-class-zh-") as tmp:
+        course, inbox = pathlib.Path(tmp) / "course", pathlib.Path(tmp) / "inbox"
+        run_cli("release", "--chapter", CHAPTER_SPEC, "--language", "zh-CN", course=course)
+        for assignment in ASSIGNMENTS:
+            released = nbformat.read(course / "release" / assignment / "exercises.ipynb", 4)
+            assert chinese_characters(json.dumps(released.cells[0].source, ensure_ascii=False)) > 20
+            teacher = instructor(assignment)             # the English answers: the same code
+            box = inbox / assignment
+            box.mkdir(parents=True)
+            (box / f"{INSTRUCTOR}.ipynb").write_bytes(
+                (CHAPTERS / assignment / "exercises.zh-CN.ipynb").read_bytes())
+            nbformat.write(submission(released, teacher), box / f"{CORRECT}.ipynb")
+            nbformat.write(submission(released, teacher, alternatives=ALTERNATIVES[assignment]),
+                           box / f"{ALTERNATIVE}.ipynb")
+            for student, pack in mistake_students(assignment).items():
+                nbformat.write(submission(released, teacher, pack), box / f"{student}.ipynb")
+            run_cli("collect", str(box), "--chapter", assignment, course=course)
+        run_cli("autograde", "--chapter", CHAPTER_SPEC, "--timeout", "60", course=course)
+        run_cli("export", "--chapter", CHAPTER_SPEC, "--to", str(course / "grades.csv"),
+                course=course)
+        yield course, read_grades(course / "grades.csv")
+
+
+def test_the_same_code_earns_the_same_points_in_chinese(chinese_class, graded_class):
+    _, chinese = chinese_class
+    _, english = graded_class
+    compared = 0
+    for (assignment, student), points in chinese.items():
+        english_points = english.get((assignment, student))
+        assert english_points is not None, f"{assignment} {student}: not in the English run"
+        assert points == english_points, f"{assignment} {student}: {points} != {english_points}"
+        compared += 1
+    expected = sum(3 + len(mistake_students(a)) for a in ASSIGNMENTS)
+    assert compared == expected, f"{compared} Chinese submissions graded, {expected} expected"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_what_the_checks_print_is_chinese(chinese_class, assignment):
+    """The graded test cells of a submission with mistakes print their verdicts in Chinese."""
+    course, _ = chinese_class
+    student = next(iter(mistake_students(assignment)))
+    graded = nbformat.read(course / "autograded" / student / assignment / "exercises.ipynb", 4)
+    printed = [output.get("text", "") + output.get("evalue", "")
+               for cell in graded.cells
+               if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")
+               and not cell.metadata.get("nbgrader", {}).get("solution")
+               for output in cell.get("outputs", [])]
+    assert printed, "the graded test cells printed nothing"
+    assert chinese_characters(" ".join(printed)) > 10, printed[:3]
