@@ -314,8 +314,12 @@ def test_a_second_run_meets_the_lock_and_a_killed_runs_lock_is_taken_over(course
     slow = course_setup["tmp"] / "inbox-slow"           # a correct answer that takes its time
     slow.mkdir()
     released = nbformat.read(course / "release" / ASSIGNMENT / "exercises.ipynb", 4)
-    (slow / "slow.ipynb").write_bytes(dump(insert_after(with_answers(released, GOOD), "attend",
-                                                        "import time\ntime.sleep(20)")))
+    # Two added cells of 22 s each (a cell may take 30 s): the first run stays busy for 44 s
+    # or more, time enough for four CLI calls on a loaded machine (one 20 s cell was not).
+    pause = "import time\ntime.sleep(22)"
+    slowed = insert_after(insert_after(with_answers(released, GOOD), "attend", pause),
+                          "scaled_scores", pause)
+    (slow / "slow.ipynb").write_bytes(dump(slowed))
     run_cli("collect", str(slow), "--chapter", "01", course=course)
     expected = [course_setup["honest"][0]] + sorted(course_setup["honest"][1:]
                                                     + [["slow", *ROWS["correct"]]])
