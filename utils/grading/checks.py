@@ -12,6 +12,7 @@ import types
 import torch
 
 from utils.grading.rubric import Rubric, explain_error   # noqa: F401 - test cells use checks.Rubric
+from utils.i18n import _
 
 # Graded functions must be written with plain torch ops: calling the course library's
 # finished implementation (or PyTorch's fused attention) would skip the exercise.
@@ -29,8 +30,9 @@ def random_tensor(*shape: int, seed: int, scale: float = 1.0) -> torch.Tensor:
 def check_defined(name: str, namespace: dict, hint: str = "") -> object:
     """Return ``namespace[name]``; fail with a pointer to the answer cell if it is missing."""
     if name not in namespace:
-        raise AssertionError(f"`{name}` is not defined: run your answer cell above first"
-                             f"{' (' + hint + ')' if hint else ''}")
+        message = (_("`{name}` is not defined: run your answer cell above first ({hint})")
+                   if hint else _("`{name}` is not defined: run your answer cell above first"))
+        raise AssertionError(message.format(name=name, hint=hint))
     return namespace[name]
 
 
@@ -48,32 +50,38 @@ def prediction(name: str, namespace: dict, form: str = "number"):
     missing: "number" (a float), "int", "shape" (a tuple of ints) or "bool"."""
     if form not in _FORMS:
         raise ValueError(f"form must be one of {_FORMS}, got {form!r}")
-    value = check_defined(name, namespace, "set it in your prediction cell, before running "
-                                           "anything below")
+    value = check_defined(name, namespace, _("set it in your prediction cell, before running "
+                                             "anything below"))
     if value is None or value is Ellipsis:
-        raise AssertionError(f"{name} is not set yet: write your prediction in its cell")
+        raise AssertionError(_("{name} is not set yet: write your prediction in its cell")
+                             .format(name=name))
     if form == "bool":
         if not isinstance(value, bool):
-            raise AssertionError(f"{name} must be True or False, got {value!r}")
+            raise AssertionError(_("{name} must be True or False, got {value}")
+                                 .format(name=name, value=repr(value)))
         return value
     if form == "shape":
         try:
             shape = tuple(value)
         except TypeError:
-            raise AssertionError(f"{name} must be a shape, a tuple of ints such as (2, 3), got "
-                                 f"{value!r}") from None
+            raise AssertionError(_("{name} must be a shape, a tuple of ints such as (2, 3), got "
+                                   "{value}").format(name=name, value=repr(value))) from None
         if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
-            raise AssertionError(f"{name} must be a tuple of sizes (ints >= 0), got {value!r}")
+            raise AssertionError(_("{name} must be a tuple of sizes (ints >= 0), got {value}")
+                                 .format(name=name, value=repr(value)))
         return shape
     if isinstance(value, bool) or not isinstance(value, (int, float)) and not (
             isinstance(value, torch.Tensor) and value.numel() == 1):
-        raise AssertionError(f"{name} must be a number, got {value!r}")
+        raise AssertionError(_("{name} must be a number, got {value}")
+                             .format(name=name, value=repr(value)))
     number = float(value)
     if number != number or number in (float("inf"), float("-inf")):
-        raise AssertionError(f"{name} must be a finite number, got {value!r}")
+        raise AssertionError(_("{name} must be a finite number, got {value}")
+                             .format(name=name, value=repr(value)))
     if form == "int":
         if number != int(number):
-            raise AssertionError(f"{name} must be a whole number, got {value!r}")
+            raise AssertionError(_("{name} must be a whole number, got {value}")
+                                 .format(name=name, value=repr(value)))
         return int(number)
     return number
 
@@ -88,11 +96,13 @@ def judge_prediction(name: str, predicted, truth, atol: float = 0.0, rtol: float
             return
         for message, wrong in (mistakes or {}).items():
             if tuple(predicted) == tuple(wrong) and tuple(wrong) != truth:
-                raise AssertionError(f"{name}: {message}")
+                raise AssertionError(_("{what}: {message}").format(what=name, message=message))
         axes = [i for i, (p, t) in enumerate(zip(predicted, truth)) if p != t]
-        where = (f"{len(predicted)} axes where the shape has {len(truth)}"
-                 if len(predicted) != len(truth) else f"axis {axes[0]} is wrong")
-        raise AssertionError(f"{name}: not the shape: {where}")
+        where = (_("{count} axes where the shape has {axes}").format(count=len(predicted),
+                                                                     axes=len(truth))
+                 if len(predicted) != len(truth) else
+                 _("axis {axis} is wrong").format(axis=axes[0]))
+        raise AssertionError(_("{name}: not the shape: {where}").format(name=name, where=where))
     predicted, truth = float(predicted), float(truth)
     if abs(predicted - truth) <= atol + rtol * abs(truth):
         return
@@ -100,34 +110,40 @@ def judge_prediction(name: str, predicted, truth, atol: float = 0.0, rtol: float
         wrong = float(wrong)
         if abs(wrong - truth) > atol + rtol * abs(truth) and \
                 abs(predicted - wrong) <= max(atol + rtol * abs(wrong), 1e-9 * abs(wrong)):
-            raise AssertionError(f"{name}: {message}")
+            raise AssertionError(_("{what}: {message}").format(what=name, message=message))
     off = predicted - truth
-    relative = f" ({abs(off) / abs(truth):.0%} of the true value)" if truth else ""
-    raise AssertionError(f"{name}: off by {off:+.4g}{relative}; the tolerance is "
-                         f"{atol + rtol * abs(truth):.3g}")
+    percent = f"{abs(off) / abs(truth):.0%}" if truth else ""
+    relative = _(" ({percent} of the true value)").format(percent=percent) if truth else ""
+    raise AssertionError(_("{name}: off by {off}{relative}; the tolerance is {tolerance}")
+                         .format(name=name, off=f"{off:+.4g}", relative=relative,
+                                 tolerance=f"{atol + rtol * abs(truth):.3g}"))
 
 
 def reveal(text: str) -> None:
     """For the hidden tests: print how to see a prediction's true value (shown in the feedback
     after grading, never to a student before submitting)."""
-    print(f"see for yourself: {text}")
+    print(_("see for yourself: {text}").format(text=text))
 
 
 def not_allowed_line(modules=FORBIDDEN_MODULES, names=FORBIDDEN_NAMES) -> str:
     """The sentence every exercise text shows when its checks call ``check_plain_torch`` with
     these lists: the names that give the exercise 0 points when the answer uses them."""
-    listed = ", ".join(f"`{m}`" for m in modules)
-    functions = ", ".join(f"`{n}`" for n in names)
-    return (f"**Not allowed** (an answer that uses one of these gets 0 points for this "
-            f"exercise): the modules {listed}; the functions {functions}.")
+    separator = _(", ")                      # between listed names
+    listed = separator.join(f"`{m}`" for m in modules)
+    functions = separator.join(f"`{n}`" for n in names)
+    return _("**Not allowed** (an answer that uses one of these gets 0 points for this "
+             "exercise): the modules {listed}; the functions {functions}.").format(
+                 listed=listed, functions=functions)
 
 
 def check_tensor(x, what: str) -> torch.Tensor:
     """Fail unless ``x`` is a floating-point torch tensor."""
     if not isinstance(x, torch.Tensor):
-        raise AssertionError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
+        raise AssertionError(_("{what} must be a torch.Tensor, got {type}")
+                             .format(what=what, type=type(x).__name__))
     if not x.is_floating_point():
-        raise AssertionError(f"{what} must hold floating-point numbers, got dtype {x.dtype}")
+        raise AssertionError(_("{what} must hold floating-point numbers, got dtype {dtype}")
+                             .format(what=what, dtype=x.dtype))
     return x
 
 
@@ -135,8 +151,9 @@ def check_shape(x, expected: tuple, axes: str, what: str) -> None:
     """Fail unless ``x.shape == expected``; ``axes`` names the axes, e.g. "(batch, queries, keys)"."""
     check_tensor(x, what)
     if tuple(x.shape) != tuple(expected):
-        raise AssertionError(f"{what}: expected shape {tuple(expected)} = {axes}, "
-                             f"got {tuple(x.shape)}")
+        raise AssertionError(_("{what}: expected shape {expected} = {axes}, got {got}")
+                             .format(what=what, expected=tuple(expected), axes=axes,
+                                     got=tuple(x.shape)))
 
 
 def check_finite(x: torch.Tensor, what: str, hint: str = "") -> None:
@@ -144,8 +161,10 @@ def check_finite(x: torch.Tensor, what: str, hint: str = "") -> None:
     bad = ~torch.isfinite(x)
     if bad.any():
         index = tuple(int(i) for i in bad.nonzero()[0])
-        raise AssertionError(f"{what} has {x[index].item()} at index {index}"
-                             f"{': ' + hint if hint else ''}")
+        message = (_("{what} has {value} at index {index}: {hint}") if hint else
+                   _("{what} has {value} at index {index}"))
+        raise AssertionError(message.format(what=what, value=x[index].item(), index=index,
+                                            hint=hint))
 
 
 def check_close(actual, expected: torch.Tensor, what: str, atol: float = 1e-5,
@@ -154,33 +173,44 @@ def check_close(actual, expected: torch.Tensor, what: str, atol: float = 1e-5,
     check_tensor(actual, what)
     expected = torch.as_tensor(expected, dtype=torch.float64)
     if tuple(actual.shape) != tuple(expected.shape):
-        raise AssertionError(f"{what}: expected shape {tuple(expected.shape)}, "
-                             f"got {tuple(actual.shape)}")
+        raise AssertionError(_("{what}: expected shape {expected}, got {got}")
+                             .format(what=what, expected=tuple(expected.shape),
+                                     got=tuple(actual.shape)))
     check_finite(actual, what)
     actual64 = actual.detach().to(torch.float64)
     excess = (actual64 - expected).abs() - (atol + rtol * expected.abs())   # > 0 where wrong
     if (excess > 0).any():
         index = tuple(int(i) for i in (excess == excess.max()).nonzero()[0])
-        raise AssertionError(f"{what}: wrong value at index {index}: expected "
-                             f"{expected[index].item():.6g}, got {actual64[index].item():.6g}")
+        raise AssertionError(_("{what}: wrong value at index {index}: expected {expected}, "
+                               "got {got}").format(what=what, index=index,
+                                                   expected=f"{expected[index].item():.6g}",
+                                                   got=f"{actual64[index].item():.6g}"))
 
 
-def check_rows_sum_to_one(weights: torch.Tensor, what: str = "weights",
-                          axis: str = "key", atol: float = 1e-5) -> None:
-    """Fail unless ``weights`` (..., queries, keys) sums to 1 over its last axis."""
+def check_rows_sum_to_one(weights: torch.Tensor, what: str = None,
+                          axis: str = None, atol: float = 1e-5) -> None:
+    """Fail unless ``weights`` (..., queries, keys) sums to 1 over its last axis.
+
+    ``what`` defaults to "weights" and ``axis`` to "key", in the notebook's language."""
+    what = _("weights") if what is None else what
+    axis = _("key") if axis is None else axis
     check_tensor(weights, what)
-    check_finite(weights, what, hint="did exp overflow? subtract each row's maximum "
-                                     "before exponentiating, or use torch.softmax")
+    check_finite(weights, what, hint=_("did exp overflow? subtract each row's maximum "
+                                       "before exponentiating, or use torch.softmax"))
     sums = weights.detach().to(torch.float64).sum(dim=-1)          # (..., queries)
     wrong = (sums - 1).abs() > atol
     if wrong.any():
         index = tuple(int(i) for i in wrong.nonzero()[0])
-        where = f"query {index[-1]}" + (f" of batch {index[0]}" if len(index) > 1 else "")
-        raise AssertionError(f"{what} must sum to 1 along the {axis} axis; yours sum to "
-                             f"{sums[index].item():.4g} for {where}")
+        where = (_("query {query} of batch {batch}").format(query=index[-1], batch=index[0])
+                 if len(index) > 1 else _("query {query}").format(query=index[-1]))
+        raise AssertionError(_("{what} must sum to 1 along the {axis} axis; yours sum to "
+                               "{sum} for {where}").format(what=what, axis=axis,
+                                                           sum=f"{sums[index].item():.4g}",
+                                                           where=where))
     if (weights < 0).any():
-        raise AssertionError(f"{what} must be >= 0 (they are probabilities); "
-                             f"the smallest is {weights.min().item():.4g}")
+        raise AssertionError(_("{what} must be >= 0 (they are probabilities); the smallest is "
+                               "{smallest}").format(what=what,
+                                                    smallest=f"{weights.min().item():.4g}"))
 
 
 def check_raises(error: type, fn, *args, what: str, **kwargs) -> None:
@@ -190,9 +220,11 @@ def check_raises(error: type, fn, *args, what: str, **kwargs) -> None:
     except error:
         return
     except Exception as other:   # noqa: BLE001 - report whatever the student raised
-        raise AssertionError(f"{what}: expected {error.__name__}, got "
-                             f"{type(other).__name__}: {other}") from None
-    raise AssertionError(f"{what}: expected {error.__name__}, but nothing was raised")
+        raise AssertionError(_("{what}: expected {error}, got {other}: {message}")
+                             .format(what=what, error=error.__name__,
+                                     other=type(other).__name__, message=other)) from None
+    raise AssertionError(_("{what}: expected {error}, but nothing was raised")
+                         .format(what=what, error=error.__name__))
 
 
 def _referenced_names(code: types.CodeType):
@@ -206,9 +238,9 @@ def _referenced_names(code: types.CodeType):
 
 def _forbidden(fn_name: str, name: str) -> AssertionError:
     return AssertionError(
-        f"{fn_name} uses `{name}`; write it with plain torch operations "
-        f"(@, .transpose, torch.exp / torch.softmax, .sum) instead of the course "
-        f"library or PyTorch's fused attention")
+        _("{function} uses `{name}`; write it with plain torch operations (@, .transpose, "
+          "torch.exp / torch.softmax, .sum) instead of the course library or PyTorch's fused "
+          "attention").format(function=fn_name, name=name))
 
 
 def _check_sandboxed_plain_torch(fn, forbidden_modules, forbidden_names) -> None:
@@ -216,9 +248,11 @@ def _check_sandboxed_plain_torch(fn, forbidden_modules, forbidden_names) -> None
     are compiled by the grader from the student's source, not taken from the student."""
     is_function, codes, modules, imported = type(fn).grading_code_view(fn)
     if not is_function:
-        raise AssertionError(f"expected a function defined with `def`, got {fn!r}")
+        raise AssertionError(_("expected a function defined with `def`, got {value}")
+                             .format(value=repr(fn)))
     if not codes:
-        raise AssertionError(f"{fn.__name__} must be defined with `def` in your answer cell")
+        raise AssertionError(_("{function} must be defined with `def` in your answer cell")
+                             .format(function=fn.__name__))
     for code in codes:
         for name in sorted(set(_referenced_names(code))):
             sources = (modules.get(name, ""), imported.get(name, ""))
@@ -234,7 +268,8 @@ def check_plain_torch(fn, forbidden_modules=FORBIDDEN_MODULES,
         _check_sandboxed_plain_torch(fn, forbidden_modules, forbidden_names)
         return
     if not inspect.isfunction(fn):
-        raise AssertionError(f"expected a function defined with `def`, got {type(fn).__name__}")
+        raise AssertionError(_("expected a function defined with `def`, got {value}")
+                             .format(value=type(fn).__name__))
     namespace = dict(fn.__globals__)
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
         try:
@@ -306,16 +341,17 @@ def diagnose(actual, expected, candidates, what: str, atol: float = 1e-5,
         if expected is not None and matches(wrong, expected, atol, rtol):
             continue
         if matches(actual, wrong, atol, rtol):
-            raise AssertionError(f"{what}: {message}")
+            raise AssertionError(_("{what}: {message}").format(what=what, message=message))
 
 
-def call(fn, *args, hints=None, what: str = "your function", **kwargs):
+def call(fn, *args, hints=None, what: str = None, **kwargs):
     """``fn(*args, **kwargs)``; if it raises, fail with a message naming the likely mistake.
 
     ``hints`` maps a regular expression (searched in "ExceptionName: message") to what went
     wrong and how to fix it, e.g. ``{"batch2 tensor|cannot be multiplied": "scores need Q Kᵀ:
     transpose the keys' last two axes"}``; without a match, a generic explanation of common
     raw PyTorch errors is used (``explain_error``). The grader's own errors pass through.
+    ``what`` defaults to "your function" (in the notebook's language).
     """
     import re
 
@@ -325,12 +361,14 @@ def call(fn, *args, hints=None, what: str = "your function", **kwargs):
     except Exception as error:      # noqa: BLE001 - the student's error, explained
         if _is_graders_own(error) or isinstance(error, AssertionError):
             raise
+        what = _("your function") if what is None else what
         text = f"{type(error).__name__}: {error}"
         for pattern, message in (hints or {}).items():
             if re.search(pattern, text):
-                raise AssertionError(f"{what}: {message} (it raised {text.splitlines()[0][:200]})"
-                                     ) from None
-        raise AssertionError(f"{what}: {explain_error(error)}") from None
+                raise AssertionError(_("{what}: {message} (it raised {error})").format(
+                    what=what, message=message, error=text.splitlines()[0][:200])) from None
+        raise AssertionError(_("{what}: {message}").format(what=what, message=explain_error(error))
+                             ) from None
 
 
 def output_or_none(fn, *args, **kwargs):

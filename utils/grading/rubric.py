@@ -29,28 +29,32 @@ import contextlib
 import re
 
 from utils.grading import in_grading_mode
+from utils.i18n import _
 
 KINDS = ("variant", "find-and-fix", "predict", "practice")
 READINGS = ("copy", "adapt", "transfer")
 MANUAL_KINDS = ("written", "figure")
 _BUG_CLASS = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 
-# Raw PyTorch messages of typical shape mistakes -> what the student most likely did.
-_RAW_ERRORS = (
-    (r"Expected size for first two dimensions of batch2 tensor|"
-     r"mat1 and mat2 shapes cannot be multiplied|size mismatch, got input",
-     "the inner sizes of a matrix product do not agree: scores need Q Kᵀ, so transpose the "
-     "keys' last two axes (keys.transpose(-2, -1)) and check every shape against its comment"),
-    (r"must match the size of tensor b|The size of tensor a",
-     "two tensors with different shapes were combined elementwise: print the shapes, and add "
-     "a length-1 axis (x[:, None] or .unsqueeze) where one should broadcast"),
-    (r"Dimension out of range|IndexError: index .* out of (range|bounds)",
-     "an axis or an index that does not exist: count the axes of the tensor (negative axes "
-     "count from the end)"),
-    (r"view size is not compatible|shape '.*' is invalid for input of size",
-     "a view/reshape that does not fit: use .reshape (or .contiguous().view) after a "
-     "transpose, and check that the sizes multiply to the same total"),
-)
+# Raw PyTorch messages of typical shape mistakes -> what the student most likely did (a function,
+# so that each meaning is translated into the language the notebook speaks when it is read).
+def _raw_errors():
+    return (
+        (r"Expected size for first two dimensions of batch2 tensor|"
+         r"mat1 and mat2 shapes cannot be multiplied|size mismatch, got input",
+         _("the inner sizes of a matrix product do not agree: scores need Q Kᵀ, so transpose the "
+           "keys' last two axes (keys.transpose(-2, -1)) and check every shape against its "
+           "comment")),
+        (r"must match the size of tensor b|The size of tensor a",
+         _("two tensors with different shapes were combined elementwise: print the shapes, and "
+           "add a length-1 axis (x[:, None] or .unsqueeze) where one should broadcast")),
+        (r"Dimension out of range|IndexError: index .* out of (range|bounds)",
+         _("an axis or an index that does not exist: count the axes of the tensor (negative "
+           "axes count from the end)")),
+        (r"view size is not compatible|shape '.*' is invalid for input of size",
+         _("a view/reshape that does not fit: use .reshape (or .contiguous().view) after a "
+           "transpose, and check that the sizes multiply to the same total")),
+    )
 
 
 def explain_error(error: BaseException) -> str:
@@ -58,11 +62,11 @@ def explain_error(error: BaseException) -> str:
     text = f"{type(error).__name__}: {error}".strip()
     first = text.splitlines()[0][:300] if text else type(error).__name__
     if isinstance(error, NotImplementedError):
-        return "not answered yet (your function still raises NotImplementedError)"
-    for pattern, meaning in _RAW_ERRORS:
+        return _("not answered yet (your function still raises NotImplementedError)")
+    for pattern, meaning in _raw_errors():
         if re.search(pattern, text):
-            return f"your code raised {first} — {meaning}"
-    return f"your code raised {first}"
+            return _("your code raised {error} — {meaning}").format(error=first, meaning=meaning)
+    return _("your code raised {error}").format(error=first)
 
 
 def _is_graders_own(error: BaseException) -> bool:
@@ -92,7 +96,7 @@ class Rubric:
     @contextlib.contextmanager
     def check(self, name: str, points: float):
         """Run one requirement; an AssertionError or an error of the student's code fails it."""
-        if any(name == done for done, _, _ in self.results):
+        if any(name == done for done, _points, _message in self.results):
             raise ValueError(f"two checks are named {name!r}")
         try:
             yield
@@ -106,28 +110,31 @@ class Rubric:
             self.results.append((name, float(points), None))
 
     def earned(self) -> float:
-        return sum(points for _, points, message in self.results if message is None)
+        return sum(points for _name, points, message in self.results if message is None)
 
     def report(self) -> str:
-        passed = sum(message is None for _, _, message in self.results)
-        lines = [f"{self.exercise}: {passed} of {len(self.results)} checks passed "
-                 f"({_number(self.earned())} of {_number(self.points)} points)"]
+        passed = sum(message is None for _name, _points, message in self.results)
+        lines = [_("{exercise}: {passed} of {total} checks passed ({earned} of {points} points)")
+                 .format(exercise=self.exercise, passed=passed, total=len(self.results),
+                         earned=_number(self.earned()), points=_number(self.points))]
         for name, points, message in self.results:
-            mark = "passed" if message is None else "FAILED"
-            lines.append(f"  {mark} ({_number(points)} pt) {name}"
-                         + ("" if message is None else f"\n      -> {message}"))
+            line = (_("passed ({points} pt) {name}") if message is None else
+                    _("FAILED ({points} pt) {name}")).format(points=_number(points), name=name)
+            lines.append(f"  {line}" + ("" if message is None else f"\n      -> {message}"))
         return "\n".join(lines)
 
     def committed_report(self) -> str:
         """What a student's own run of a predict item shows: nothing about right or wrong."""
-        names = "".join(f"\n  committed: {name}" for name, _, _ in self.results)
-        return (f"{self.exercise}: your {len(self.results)} predictions are committed and "
-                f"well-formed.{names}\nThey are graded after you submit: the feedback then says "
-                f"how far off each one is and shows how to see the true value.")
+        names = "".join("\n  " + _("committed: {name}").format(name=name)
+                        for name, _points, _message in self.results)
+        return (_("{exercise}: your {count} predictions are committed and well-formed.")
+                .format(exercise=self.exercise, count=len(self.results)) + names + "\n"
+                + _("They are graded after you submit: the feedback then says how far off each "
+                    "one is and shows how to see the true value."))
 
     def result(self) -> float:
         """Print the report and return the points earned (the cell's partial credit)."""
-        total = sum(points for _, points, _ in self.results)
+        total = sum(points for _name, points, _message in self.results)
         if abs(total - self.points) > 1e-9:
             raise RuntimeError(f"grader bug: the checks of {self.exercise} add up to {total} "
                                f"points, the exercise has {self.points}")
@@ -136,8 +143,10 @@ class Rubric:
             return round(self.earned(), 6)
         print(self.report())
         if self.earned() == 0:
-            failed = "; ".join(f"{name}: {message}" for name, _, message in self.results)
-            raise AssertionError(f"{self.exercise}: no check passed — {failed}")
+            failed = _("; ").join(_("{what}: {message}").format(what=name, message=message)
+                                  for name, _points, message in self.results)
+            raise AssertionError(_("{exercise}: no check passed — {failed}")
+                                 .format(exercise=self.exercise, failed=failed))
         return round(self.earned(), 6)
 
 
