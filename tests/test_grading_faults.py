@@ -157,18 +157,29 @@ def ancestors(table, pid) -> list:
     return chain
 
 
+def started(pid: int) -> int:
+    """When a process started (clock ticks since boot; 0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stream:
+            return int(stream.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def find_target(root: int, kind: str):
-    """The process of this autograde run (``root``'s descendant) to kill: the student's process
-    (a sandbox uid), its sandbox template, or the worker that owns them; None if no student's
-    process is running."""
+    """The process of this autograde run (``root``'s descendant) to kill: the newest student's
+    process (a sandbox uid), its sandbox template, or the worker that owns them; None if no
+    student's process is running. (The oldest one may be a submission already recorded, its
+    process on its way out: a kill then hits nothing in flight.)"""
     table = processes()
     students = [pid for pid, (_, uid, _) in table.items()
                 if 61000 <= uid < 61256 and root in ancestors(table, pid)]
     if not students:
         return None
-    chain = ancestors(table, students[0])
+    newest = max(students, key=lambda pid: started(pid))   # just begun: its submission is in flight
+    chain = ancestors(table, newest)
     if kind == "student":
-        return students[0]
+        return newest
     if kind == "template":
         return next(p for p in chain if "utils.grading.template" in table[p][2]
                     and "bwrap" in table[table[p][0]][2])
