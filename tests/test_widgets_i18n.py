@@ -25,6 +25,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from utils.i18n import ENVIRONMENT_VARIABLE, _, set_language  # noqa: E402
+from test_widgets_bahdanau import model_and_vocabs  # noqa: F401 - the untrained model fixture
 
 CHINESE = "zh-CN"
 HAN = re.compile(r"[\u4e00-\u9fff]")
@@ -124,25 +125,15 @@ def test_scale_explorer_in_chinese(languages):
     check_pair(*languages(lambda: ScaleExplorer(num_queries=32)))
 
 
-@pytest.fixture(scope="module")
-def bahdanau_model(course_pairs_file):
-    from utils.seq2seq import BahdanauConfig, build_bahdanau
-    from utils.training import training_data
-    config = BahdanauConfig()
-    _pairs, src_vocab, tgt_vocab = training_data(config, course_pairs_file)
-    torch.manual_seed(0)
-    return build_bahdanau(config, src_vocab, tgt_vocab).eval(), src_vocab, tgt_vocab
-
-
 @pytest.mark.parametrize("sentence", ["i'm home .", "go . zzzq i am very very happy today ."])
-def test_alignment_explorer_in_chinese(languages, bahdanau_model, sentence):
+def test_alignment_explorer_in_chinese(languages, model_and_vocabs, sentence):
     from utils.gold_alignment import parse_gold
     from utils.widgets.bahdanau import AlignmentExplorer
     gold = parse_gold("id: 7\ntags: monotone\nen: i'm home .\nfr: je suis chez moi .\n"
                       "sure: 1-1 2-3 2-4 3-5\npossible: 1-2\n")
     references = [("i'm home .", "je suis chez moi ."), ("go .", "va !")]
     english, chinese = languages(lambda: AlignmentExplorer(
-        *bahdanau_model, 10, sentence=sentence, references=references,
+        *model_and_vocabs, 10, sentence=sentence, references=references,
         trained_on=[("go .", "va !")], gold=gold))
     state = chinese.state
     data = [sentence, *state["reference"]["references"], *state["translation"].source_tokens,
