@@ -190,24 +190,26 @@ while True:
 """
 MEMORY_TREE = GOOD["query_for_weights"] + """\
 import mmap, os, time
-def hold(blocks):                            # 100 MB blocks, resident at once (MAP_POPULATE),
+def hold(blocks):                            # 50 MB blocks, resident at once (MAP_POPULATE),
     kept = []                                # until this process's address-space limit
     try:
         while len(kept) < blocks:
-            kept.append(mmap.mmap(-1, 100 * 2 ** 20, flags=mmap.MAP_PRIVATE
+            kept.append(mmap.mmap(-1, 50 * 2 ** 20, flags=mmap.MAP_PRIVATE
                                   | mmap.MAP_ANONYMOUS | mmap.MAP_POPULATE))
     except (MemoryError, OSError):
         pass
     return kept
-for _ in range(6):                           # children that together hold far more than 2 GB
-    try:
+children, tried = 0, time.monotonic()
+while children < 6 and time.monotonic() - tried < 3:   # children that together hold far
+    try:                                                # more than 2 GB
         if os.fork() == 0:
-            kept = hold(9)
+            kept = hold(18)
             time.sleep(120)
             os._exit(0)
-    except OSError:                          # the process limit: the others still count
-        pass
-kept = hold(9)
+        children += 1
+    except OSError:                          # the process limit, for a moment: try again
+        time.sleep(0.05)
+kept = hold(18)
 time.sleep(120)
 """
 ALLOCATE_FOREVER = """\

@@ -12,6 +12,8 @@ tree and raw output size (watched from outside), and a deadline on every request
 exceeded the whole sandbox is killed and ``SandboxDied`` says why in words. A death the grader
 did not cause (a signal it did not send as one of these limits, or a start-up that failed) is
 also kept in ``Sandbox.foreign``: the submission is then graded again (``utils.grading.worker``).
+So is a deadline missed while the student's processes mostly waited for a CPU that other
+processes held (another student's fork bomb in the next slot, a busy machine): see ``_starved``.
 """
 
 import dataclasses
@@ -184,6 +186,37 @@ def _memory_bytes(pids) -> int:
         except (OSError, ValueError, IndexError):
             continue
     return total
+
+
+def _schedule(pids) -> tuple:
+    """(CPU time, time spent runnable but waiting for a CPU), in seconds, summed over ``pids``
+    (``/proc/<pid>/schedstat``; processes already gone count nothing)."""
+    ran = waited = 0
+    for pid in pids:
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")          # every thread of the process
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/schedstat") as stream:
+                    fields = stream.read().split()
+                ran, waited = ran + int(fields[0]), waited + int(fields[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    return ran / 1e9, waited / 1e9
+
+
+# A missed deadline is the machine's doing, not the student's, when over the request the
+# student's processes together ran less than this share of the wall time and waited for a CPU
+# more than this share of it (a process that sleeps waits for nothing; one that spins runs).
+STARVED_SHARE = 0.5
+
+
+def _starved(before: tuple, after: tuple, wall: float) -> bool:
+    """Whether a request that took ``wall`` seconds was starved of CPU (see STARVED_SHARE)."""
+    ran, waited = after[0] - before[0], after[1] - before[1]
+    return wall > 0 and ran < STARVED_SHARE * wall and waited > STARVED_SHARE * wall
 
 
 def _foreign_signal(code):
@@ -459,13 +492,17 @@ class Sandbox:
                           f"output")
                 return
 
+    def _student_pids(self) -> list:
+        """The processes of the student's tree (not the namespace's init when forked)."""
+        pids = _tree(self.process.pid)
+        return pids[1:] if self.forked else pids
+
     def _watch_memory(self) -> None:
         cap = self.limits.memory_mb * 2 ** 20
         while not self._stop.wait(0.2):
             if self.process.poll() is not None:
                 return
-            pids = _tree(self.process.pid)
-            if _memory_bytes(pids[1:] if self.forked else pids) > cap:   # not the init
+            if _memory_bytes(self._student_pids()) > cap:
                 self.kill(f"the student's processes used more than {self.limits.memory_mb} "
                           f"MB of memory")
                 return
@@ -479,11 +516,17 @@ class Sandbox:
         if self.death:
             raise SandboxDied(self.death)
         with self._lock:
+            started, schedule = time.monotonic(), _schedule(self._student_pids())
             try:
                 wire.write_message(self.process.stdin.fileno(), header, buffers,
                                    deadline or time.monotonic() + 60)
                 return self.reader.read(deadline)
             except wire.WireTimeout:
+                if _starved(schedule, _schedule(self._student_pids()),
+                            time.monotonic() - started):
+                    self.foreign = self.foreign or "starved of CPU"
+                    self.kill("the student's code did not finish in time while other processes "
+                              "held the CPU (the machine was busy), and was stopped")
                 self.kill("the student's code did not finish in time and was stopped")
                 raise TimeoutError("the student's code did not finish in time") from None
             except wire.PeerGone:
