@@ -227,6 +227,12 @@ def check_raises(error: type, fn, *args, what: str, **kwargs) -> None:
                          .format(what=what, error=error.__name__))
 
 
+def says_even(message: str) -> bool:
+    """Whether a student's error message says "even": the English word, or the word in the
+    notebook's language (a Chinese student writes 偶数)."""
+    return "even" in message or _("even") in message
+
+
 def _referenced_names(code: types.CodeType):
     """Global, closure and attribute names used by ``code`` and the functions nested in it."""
     yield from code.co_names
