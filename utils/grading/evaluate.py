@@ -302,10 +302,13 @@ def mark_unreadable(nb, reason: str) -> None:
                                    [f"UnreadableSubmission: {reason}"])]
 
 
-def add_notes(nb, notes) -> None:
-    """A markdown cell at the top listing what the grader changed or stopped."""
+def add_notes(nb, notes, language: str = "en") -> None:
+    """A markdown cell at the top listing what the grader changed or stopped, in ``language``
+    (the submission's; the notes themselves are English, as the instructor reads them)."""
+    from utils.grading.student_text import notes_title, translate
     if notes:
-        text = "**Grader notes**\n\n" + "\n".join(f"- {note}" for note in notes)
+        text = (f"**{notes_title(language)}**\n\n"
+                + "\n".join(f"- {translate(note, language)}" for note in notes))
         cell = nbformat.v4.new_markdown_cell(text)
         cell["id"] = "grader-notes"
         nb.cells.insert(0, cell)

@@ -158,6 +158,7 @@ def grade(job: Job) -> dict:
     import nbformat
     from utils.grading.evaluate import NotebookGrader, add_notes, mark_unreadable
     from utils.grading.normalize import normalize
+    from utils.grading.student_text import notebook_language, translate_outputs
 
     started = time.monotonic()
     cpu_started = time.process_time()
@@ -165,6 +166,8 @@ def grade(job: Job) -> dict:
     source_nb = _cached("notebook", job.source, _read_notebook)
     release_nb = _cached("notebook", job.release, _read_notebook)
     nb, notes, unreadable = normalize(raw, source_nb, release_nb)
+    # What the grader writes into the notebook speaks the language the assignment was released in.
+    language = _cached("language", job.source, lambda _path: notebook_language(source_nb))
     limits = Limits(**job.limits)
     imports = (tuple(job.warm_imports) if job.warm_imports is not None
                else _cached("imports", job.release, setup_imports))
@@ -216,7 +219,8 @@ def grade(job: Job) -> dict:
         elif graded_nb is None:
             return {"status": "failed", "student": job.student, "reason": "; ".join(foreign)}
         nb, notes = graded_nb, notes + events
-    add_notes(nb, notes)
+    translate_outputs(nb, language)
+    add_notes(nb, notes, language)
     output = pathlib.Path(job.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(output, nbformat.writes(nb).encode())
