@@ -78,3 +78,73 @@ def test_a_model_cached_under_other_code_is_not_loaded(tmp_path, monkeypatch):
     monkeypatch.setattr(seq2seq, "code_fingerprint", lambda module: "edited-code")
     again = train_or_load_bahdanau(config, pairs, animate=False, show_progress=False)
     assert again[5] is False and again[4] != first[4]                  # trained, new key
+
+
+GUARDED = '''
+    import warnings
+
+    from utils.b import double
+    from utils.i18n import _
+
+    def train(x, steps):
+        if x < 0:
+            raise ValueError(f"x must be >= 0, got {x}")
+        if steps > 10:
+            warnings.warn(f"{steps} steps is many", UserWarning)
+        assert steps > 0, "steps must be positive"
+        return double(x) + 1
+'''
+
+
+def test_message_text_does_not_count_its_condition_and_class_do(tmp_path):
+    base = _fingerprint(_fake_utils(tmp_path / "0", GUARDED, B))
+    same = {
+        "reworded": GUARDED.replace("x must be >= 0, got {x}", "x is negative ({x}); pass x >= 0"),
+        "translated": GUARDED.replace('f"x must be >= 0, got {x}"',
+                                      '_("x must be >= 0, got {x}").format(x=x)'),
+        "translated in Chinese": GUARDED.replace('f"x must be >= 0, got {x}"',
+                                                 '_("x 必须 >= 0，得到 {x}").format(x=x)'),
+        "warning": GUARDED.replace('f"{steps} steps is many"',
+                                   '_("{n} steps take long").format(n=steps)'),
+        "assert": GUARDED.replace('"steps must be positive"', 'f"steps={steps} is not > 0"'),
+    }
+    for what, source in same.items():
+        assert _fingerprint(_fake_utils(tmp_path / what, source, B)) == base, what
+    changed = {
+        "condition": GUARDED.replace("if x < 0:", "if x <= 0:"),
+        "class": GUARDED.replace("raise ValueError", "raise TypeError"),
+        "computation": GUARDED.replace("double(x) + 1", "double(x) + 2"),
+        "warning's category": GUARDED.replace("UserWarning", "RuntimeWarning"),
+        "assert's condition": GUARDED.replace("assert steps > 0", "assert steps > 1"),
+        "statement before the raise": GUARDED.replace(
+            "            raise", "            x = -x\n            raise"),
+    }
+    for what, source in changed.items():
+        assert _fingerprint(_fake_utils(tmp_path / what, source, B)) != base, what
+
+
+def test_an_exception_that_carries_data_still_counts(tmp_path):
+    """Only message text is a placeholder: an exception argument that is a value still counts."""
+    carries = A.replace("return double(x) + 1", "raise StopIteration(double(x))")
+    base = _fingerprint(_fake_utils(tmp_path / "0", carries, B))
+    other = carries.replace("StopIteration(double(x))", "StopIteration(double(x + 1))")
+    assert _fingerprint(_fake_utils(tmp_path / "1", other, B)) != base
+    # ``_(name)`` translates what a variable holds: the variable counts
+    uses = A.replace("return double(x) + 1", "return _(x)")
+    assert (_fingerprint(_fake_utils(tmp_path / "2", uses, B))
+            != _fingerprint(_fake_utils(tmp_path / "3", uses.replace("_(x)", "_(y)"), B)))
+
+
+def test_the_message_catalogue_is_not_model_code(tmp_path):
+    """utils.i18n only picks a message's language: importing it adds no model code."""
+    source = A.replace("from utils.b import double",
+                       "from utils.b import double\n    from utils.i18n import _")
+    utils_dir = _fake_utils(tmp_path, source, B)
+    (utils_dir / "i18n").mkdir()
+    (utils_dir / "i18n" / "__init__.py").write_text("def _(message):\n    return message\n")
+    assert model_code_modules("utils.a", utils_dir) == ["utils.a", "utils.b"]
+    base = _fingerprint(utils_dir)
+    (utils_dir / "i18n" / "__init__.py").write_text("def _(message):\n    return message + '!'\n")
+    assert _fingerprint(utils_dir) == base
+    for start in ("utils.seq2seq", "utils.transformer", "utils.lm_training", "utils.induction"):
+        assert not any(name.startswith("utils.i18n") for name in model_code_modules(start))
