@@ -87,9 +87,12 @@ def lasting_sandbox_processes(samples: int = 4, pause: float = 1.0) -> list:
     """``sandbox_processes()`` still there in every one of ``samples`` looks, ``pause`` s apart.
     A leftover of this run stays; a sandbox of another grading run on the machine (the other
     lane of `make test`) that is shutting down can lose its worker a moment before it goes
-    (bwrap's --die-with-parent is asynchronous), and is gone by the next look."""
+    (bwrap's --die-with-parent is asynchronous), and is gone by the next look. A look that
+    finds none ends the wait: what was in no look cannot be in every look."""
     seen = set(sandbox_processes())
     for _ in range(samples - 1):
+        if not seen:
+            break
         time.sleep(pause)
         seen &= set(sandbox_processes())
     return sorted(seen)
