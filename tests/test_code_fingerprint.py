@@ -107,6 +107,7 @@ def test_message_text_does_not_count_its_condition_and_class_do(tmp_path):
         "warning": GUARDED.replace('f"{steps} steps is many"',
                                    '_("{n} steps take long").format(n=steps)'),
         "assert": GUARDED.replace('"steps must be positive"', 'f"steps={steps} is not > 0"'),
+        "without utils.i18n": GUARDED.replace("    from utils.i18n import _\n", ""),
     }
     for what, source in same.items():
         assert _fingerprint(_fake_utils(tmp_path / what, source, B)) == base, what

@@ -6,12 +6,13 @@ docstrings and formatting do not change it; any change to a statement does (``2 
 ``x * 2`` differ: the fingerprint cannot know they compute the same). Nor does the text of a
 message, which cannot change a weight: a ``raise``'s message (the exception's arguments that are
 strings, f-strings, ``_("...")`` translations and their ``.format(...)``), a warning's and an
-``assert``'s, and the literal of any ``_("...")`` call all hash as one placeholder, so rewording
-or translating a message keeps the fingerprint, while the exception's class, the condition that
-guards it and everything else still count. ``utils.model_cache`` puts
-it in every model's key, so editing the model, training or data code makes the old cached and
-shipped files invisible: the lesson trains anew, and ``python -m utils.shipped_models`` makes the
-shipped ones again (``tests/test_translation_models.py`` fails until it has).
+``assert``'s, and the literal of any ``_("...")`` call all hash as one placeholder, and
+``from utils.i18n import _`` is left out, so rewording or translating a message keeps the
+fingerprint, while the exception's class, the condition that guards it and everything else still
+count. ``utils.model_cache`` puts it in every model's key, so editing the model, training or data
+code makes the old cached and shipped files invisible: the lesson trains anew, and
+``python -m utils.shipped_models`` makes the shipped ones again
+(``tests/test_translation_models.py`` fails until it has).
 """
 
 from __future__ import annotations
@@ -100,6 +101,13 @@ class _WithoutMessageText(ast.NodeTransformer):
         self.generic_visit(node)
         if isinstance(node.exc, ast.Call):
             node.exc.args = [_placeholder(arg) for arg in node.exc.args]
+        return node
+
+    def visit_ImportFrom(self, node: ast.ImportFrom):
+        """``from utils.i18n import _`` only brings the function that picks a message's
+        language (``NOT_MODEL_CODE``): importing it is no model code either."""
+        if node.level == 0 and node.module and node.module.startswith("utils.i18n"):
+            return None
         return node
 
     def visit_Assert(self, node: ast.Assert) -> ast.Assert:
