@@ -86,3 +86,38 @@ def graded_class():
     from grading_fixtures.graded_class import grade_class
     with tempfile.TemporaryDirectory(prefix="graded-class-") as tmp:
         yield grade_class(pathlib.Path(tmp))
+
+
+@pytest.fixture(scope="session")
+def lesson_one_release():
+    """(course directory, the command's result): lesson 1's frozen exercises
+    (tests/grading_fixtures/security_assignment) released once with the real CLI
+    (``python -m utils.grading release --chapter 01``), for the grading tests that start from
+    a released, empty course (workflow, resume, faults): each takes a ``copy_course`` of it
+    instead of releasing again (about 10 s of CPU each). Nobody writes into it."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from grading_fixtures.hostile import SECURITY_ENV
+    with tempfile.TemporaryDirectory(prefix="lesson-one-release-") as tmp:
+        course = pathlib.Path(tmp) / "course"
+        env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course), **SECURITY_ENV)
+        env.pop("ATTENTION_COURSE_GRADING", None)
+        result = subprocess.run([sys.executable, "-m", "utils.grading", "release", "--chapter",
+                                 "01", "--quiet"], cwd=REPO, env=env, capture_output=True,
+                                text=True, timeout=600)
+        assert result.returncode == 0, f"release exited {result.returncode}:\n{result.stdout}" \
+                                       f"\n{result.stderr[-3000:]}"
+        yield course, result
+
+
+def copy_course(source: pathlib.Path, target: pathlib.Path) -> pathlib.Path:
+    """A copy that is a course of its own (its config, which names the gradebook, is made
+    again by the next command)."""
+    import shutil
+
+    shutil.copytree(source, target, symlinks=True)
+    (target / "nbgrader_config.py").unlink()
+    (target / ".grading" / "lock").unlink(missing_ok=True)
+    return target

@@ -23,7 +23,7 @@ import time
 import nbformat
 import pytest
 
-from conftest import REPO
+from conftest import REPO, copy_course
 from grading_fixtures.hostile import (ASSIGNMENT, COLUMNS, GOOD, SECURITY_ENV, WRONG, dump,
                                       with_answers)
 from test_grading_hostile import lasting_sandbox_processes
@@ -57,12 +57,12 @@ def snapshot(paths) -> dict:
 
 
 @pytest.mark.slow
-def test_ctrl_c_then_rerun_loses_nothing_and_grades_nothing_twice():
+def test_ctrl_c_then_rerun_loses_nothing_and_grades_nothing_twice(lesson_one_release):
     with tempfile.TemporaryDirectory(prefix="grading-resume-") as tmp:
         tmp = pathlib.Path(tmp)
         course, inbox = tmp / "course", tmp / "inbox"
         inbox.mkdir()
-        run_cli("release", "--chapter", "01", course=course)
+        copy_course(lesson_one_release[0], course)         # released (tests/conftest.py)
         released = nbformat.read(course / "release" / ASSIGNMENT / "exercises.ipynb", 4)
         kinds = {"correct": dump(with_answers(released, GOOD)),
                  "wrong": dump(with_answers(released, WRONG)), "untouched": dump(released)}

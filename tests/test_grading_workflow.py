@@ -20,7 +20,7 @@ import tempfile
 import nbformat
 import pytest
 
-from conftest import REPO
+from conftest import REPO, copy_course
 from grading_fixtures.hostile import SECURITY_CHAPTERS, SECURITY_ENV
 
 ASSIGNMENT = "01_attention_cues"
@@ -194,18 +194,21 @@ def with_venv_path():
 
 # --- the workflow, run once for the module ------------------------------------------------------
 @pytest.fixture(scope="module")
-def workflow():
+def workflow(lesson_one_release):
     # Our own folder rather than tmp_path_factory: concurrent pytest runs on this machine
     # prune each other's old basetemp folders, which once deleted a course mid-run.
     with tempfile.TemporaryDirectory(prefix="grading-workflow-") as tmp:
-        yield run_workflow(pathlib.Path(tmp))
+        yield run_workflow(pathlib.Path(tmp), lesson_one_release)
 
 
-def run_workflow(tmp: pathlib.Path) -> dict:
+def run_workflow(tmp: pathlib.Path, lesson_one_release) -> dict:
+    """The class through every command. ``release`` is the session's one release of lesson 1
+    (tests/conftest.py ``lesson_one_release``, the same command), copied."""
     course, inbox = tmp / "course", tmp / "inbox"
     inbox.mkdir()
     out = {"course": course}
-    out["release"] = run_cli("release", "--chapter", "01", course_dir=course)
+    released_course, out["release"] = lesson_one_release
+    copy_course(released_course, course)
     released = course / "release" / ASSIGNMENT / "exercises.ipynb"
     assert released.is_file(), out["release"].stdout
     student_nb = nbformat.read(released, as_version=4)
@@ -395,13 +398,13 @@ def check_bad_input(tmp_path):
 
 
 @pytest.mark.slow
-def test_collect_keeps_the_class_when_some_file_names_are_bad():
+def test_collect_keeps_the_class_when_some_file_names_are_bad(lesson_one_release):
     """Bad names are listed with the rule and skipped; the others are collected; exit 1."""
     with tempfile.TemporaryDirectory(prefix="grading-collect-") as tmp:
         tmp = pathlib.Path(tmp)
         course, inbox = tmp / "course", tmp / "inbox"
         inbox.mkdir()
-        run_cli("release", "--chapter", "01", course_dir=course)
+        copy_course(lesson_one_release[0], course)         # released (tests/conftest.py)
         released = course / "release" / ASSIGNMENT / "exercises.ipynb"
         good = ["alice", "bob.smith", "c-3po"]
         bad = ["odd id; touch $HOME-x", "\u5f20\u4f1f", ".", "-dash-first"]
