@@ -13,6 +13,7 @@ import fcntl
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -23,7 +24,7 @@ import time
 import nbformat
 import pytest
 
-from conftest import REPO
+from conftest import REPO, copy_course
 from grading_fixtures.hostile import (ASSIGNMENT, COLUMNS, GOOD, SECURITY_ENV, WRONG, dump,
                                       insert_after, with_answers)
 from test_grading_hostile import lasting_sandbox_processes
@@ -72,15 +73,6 @@ def export(course, path) -> list:
     return list(csv.reader(open(path, newline="")))
 
 
-def copy_course(source: pathlib.Path, target: pathlib.Path) -> pathlib.Path:
-    """A copy that is a course of its own (its config, which names the gradebook, is made
-    again by the next command)."""
-    shutil.copytree(source, target, symlinks=True)
-    (target / "nbgrader_config.py").unlink()
-    (target / ".grading" / "lock").unlink(missing_ok=True)
-    return target
-
-
 def one_line(stderr: str) -> str:
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), stderr[-3000:]
@@ -88,7 +80,7 @@ def one_line(stderr: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def course_setup():
+def course_setup(lesson_one_release):
     """The honest class collected and not graded (``pristine``, copied for each fault), and
     the same plus ``self_kill`` graded without faults (``baseline``), with their exports."""
     with tempfile.TemporaryDirectory(prefix="grading-faults-") as tmp:
@@ -96,7 +88,7 @@ def course_setup():
         pristine, inbox, more = tmp / "pristine", tmp / "inbox", tmp / "inbox-self-kill"
         inbox.mkdir()
         more.mkdir()
-        run_cli("release", "--chapter", "01", course=pristine)
+        copy_course(lesson_one_release[0], pristine)      # released (tests/conftest.py)
         released = nbformat.read(pristine / "release" / ASSIGNMENT / "exercises.ipynb", 4)
         kinds = {"correct": dump(with_answers(released, GOOD)),
                  "wrong": dump(with_answers(released, WRONG)), "untouched": dump(released)}
@@ -347,13 +339,17 @@ def test_a_second_run_meets_the_lock_and_a_killed_runs_lock_is_taken_over(course
     released = nbformat.read(course / "release" / ASSIGNMENT / "exercises.ipynb", 4)
     # Two added cells of 22 s each (a cell may take 30 s): the first run stays busy for 44 s
     # or more, time enough for four CLI calls on a loaded machine (one 20 s cell was not).
+    # Its id sorts first: the one worker grades it first (submissions go in id order), and the
+    # first run is killed only once it is recorded, so the second run does not wait for it again.
     pause = "import time\ntime.sleep(22)"
     slowed = insert_after(insert_after(with_answers(released, GOOD), "attend", pause),
                           "scaled_scores", pause)
-    (slow / "slow.ipynb").write_bytes(dump(slowed))
+    (slow / "a-slow.ipynb").write_bytes(dump(slowed))
     run_cli("collect", str(slow), "--chapter", "01", course=course)
     expected = [course_setup["honest"][0]] + sorted(course_setup["honest"][1:]
-                                                    + [["slow", *ROWS["correct"]]])
+                                                    + [["a-slow", *ROWS["correct"]]])
+    assert expected[1][0] == "a-slow"
+    slow_done = course / ".grading" / "done" / ASSIGNMENT / "a-slow.json"
     first = start_cli("autograde", "--chapter", "01", "--workers", "1", course=course)
     deadline = time.monotonic() + 120
     while holder(course).get("pid") != first.pid:
@@ -366,8 +362,9 @@ def test_a_second_run_meets_the_lock_and_a_killed_runs_lock_is_taken_over(course
         assert "another grading command is running" in line, line
         assert f"autograde (pid {first.pid}" in line, line
         assert first.poll() is None, "the first run ended too soon for this test"
-    # the first run is killed once it is grading; its workers end their submission and go
-    while find_target(first.pid, "student") is None:
+    # the first run is killed once it is grading (the slow submission recorded, the next one
+    # in flight); its workers end their submission and go
+    while not slow_done.exists() or find_target(first.pid, "student") is None:
         assert time.monotonic() < deadline + 300 and first.poll() is None
         time.sleep(0.05)
     first.kill()
@@ -378,5 +375,7 @@ def test_a_second_run_meets_the_lock_and_a_killed_runs_lock_is_taken_over(course
         time.sleep(0.2)
     second = run_cli("autograde", "--chapter", "01", "--workers", "2", course=course)
     assert f"autograde (pid {first.pid}" in second.stderr and "took it over" in second.stderr
+    assert re.search(r"graded \d+, skipped [1-9]\d* already graded", second.stdout), \
+        second.stdout                           # the killed run's recorded work is kept
     assert export(course, course.parent / "twice.csv") == expected
     assert lasting_sandbox_processes() == []
