@@ -243,6 +243,9 @@ def test_every_template_is_translated_and_english_is_unchanged():
         assert sorted(NUMBER.findall(chinese)) == sorted(NUMBER.findall(text)), (text, chinese)
     assert translate("a sentence the grader never writes", "zh-CN") == \
         "a sentence the grader never writes"
+    # A student's own TimeoutError("not run: " * 5000) neither breaks grading nor recurses deeply.
+    nested = "not run: " * 5000 + "the student's code did not finish in time"
+    assert translate(nested, "zh-CN").startswith("未运行：未运行：")
 
 
 def test_every_template_is_still_what_the_grader_writes():

@@ -118,12 +118,13 @@ def notebook_language(nb) -> str:
     """The language the notebook's locked setup code sets (``set_language("zh-CN")``), else
     English. Read from the instructor's trusted copy, never run; a value the course does not
     speak counts as English."""
+    from IPython.core.inputtransformer2 import TransformerManager
     from utils.grading.evaluate import cell_role
     for cell in nb.cells:
         if cell_role(cell) != "setup":
             continue
         try:
-            tree = ast.parse(cell.source)
+            tree = ast.parse(TransformerManager().transform_cell(cell.source))
         except (SyntaxError, ValueError):
             continue
         for node in ast.walk(tree):
@@ -139,10 +140,21 @@ def _gettext(language: str, message: str) -> str:
     return _translations(language).get(message, message)
 
 
+# The grader nests at most a few reasons; an error text of the student's own that repeats a
+# template's words thousands of times is not followed further (nor can it exhaust the stack).
+MAX_DEPTH = 8
+
+
 @functools.lru_cache(maxsize=512)
 def translate(text: str, language: str) -> str:
     """One of the grader's English sentences in ``language`` (unchanged if no template fits)."""
     if language == ENGLISH or language not in LANGUAGES or not isinstance(text, str):
+        return text
+    return _translate(text, language, MAX_DEPTH)
+
+
+def _translate(text: str, language: str, depth: int) -> str:
+    if depth <= 0:
         return text
     for template, pattern in _PATTERNS:
         match = pattern.fullmatch(text)
@@ -150,7 +162,7 @@ def translate(text: str, language: str) -> str:
             continue
         fields = match.groupdict()
         if "reason" in fields:
-            fields["reason"] = translate(fields["reason"], language)
+            fields["reason"] = _translate(fields["reason"], language, depth - 1)
         try:
             return _gettext(language, template).format(**fields)
         except (KeyError, IndexError, ValueError):
