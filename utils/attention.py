@@ -12,17 +12,20 @@ import math
 import torch
 from torch import nn
 
+from utils.i18n import _
 from utils.masking import check_valid_lens, masked_softmax, softmax_within_lengths
 
 
 def check_score_inputs(queries: torch.Tensor, keys: torch.Tensor, temperature: float) -> None:
     """Raise a one-line ValueError unless queries and keys share a size and temperature > 0."""
     if queries.shape[-1] != keys.shape[-1]:
-        raise ValueError(f"queries have size {queries.shape[-1]} but keys have size "
-                         f"{keys.shape[-1]}; dot-product scores need equal sizes "
-                         f"(project one side, or use additive attention)")
+        raise ValueError(_("queries have size {queries_size} but keys have size {keys_size}; "
+                           "dot-product scores need equal sizes (project one side, or use "
+                           "additive attention)").format(
+            queries_size=queries.shape[-1], keys_size=keys.shape[-1]))
     if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
+        raise ValueError(_("temperature must be > 0, got {temperature}").format(
+            temperature=temperature))
 
 
 def as_batch(queries, keys, values):
@@ -37,12 +40,14 @@ def as_batch(queries, keys, values):
     if unbatched:
         queries, keys, values = queries[None], keys[None], values[None]
     if not (queries.dim() == keys.dim() == values.dim() == 3):
-        raise ValueError(f"expected queries (m, d), keys (n, d), values (n, v) with an optional "
-                         f"batch axis; got {tuple(queries.shape)}, {tuple(keys.shape)}, "
-                         f"{tuple(values.shape)}")
+        raise ValueError(_("expected queries (m, d), keys (n, d), values (n, v) with an optional "
+                           "batch axis; got {queries_shape}, {keys_shape}, {values_shape}").format(
+            queries_shape=tuple(queries.shape), keys_shape=tuple(keys.shape),
+            values_shape=tuple(values.shape)))
     if keys.shape[-2] != values.shape[-2]:
-        raise ValueError(f"{keys.shape[-2]} keys but {values.shape[-2]} values; "
-                         f"every key needs exactly one value")
+        raise ValueError(_("{keys_size} keys but {values_size} values; every key needs exactly "
+                           "one value").format(
+            keys_size=keys.shape[-2], values_size=values.shape[-2]))
     return queries, keys, values, unbatched
 
 
@@ -81,15 +86,17 @@ def check_attention_inputs(queries, keys, values) -> None:
     for name, tensor in (("queries", queries), ("keys", keys), ("values", values)):
         if not isinstance(tensor, torch.Tensor) or tensor.dim() != 3:
             shape = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
-            raise ValueError(f"{name} must be a 3-D tensor (batch, steps, features), got {shape}; "
-                             f"add a batch axis with {name}[None] or a step axis with "
-                             f"{name}.unsqueeze(1)")
+            raise ValueError(_("{name} must be a 3-D tensor (batch, steps, features), got "
+                               "{shape}; add a batch axis with {name}[None] or a step axis with "
+                               "{name}.unsqueeze(1)").format(name=name, shape=shape))
     if not queries.shape[0] == keys.shape[0] == values.shape[0]:
-        raise ValueError(f"batch sizes differ: queries {queries.shape[0]}, keys {keys.shape[0]}, "
-                         f"values {values.shape[0]}; pass the same batch size to all three")
+        raise ValueError(_("batch sizes differ: queries {queries_size}, keys {keys_size}, values "
+                           "{values_size}; pass the same batch size to all three").format(
+            queries_size=queries.shape[0], keys_size=keys.shape[0], values_size=values.shape[0]))
     if keys.shape[1] != values.shape[1]:
-        raise ValueError(f"{keys.shape[1]} keys but {values.shape[1]} values; every key needs "
-                         f"exactly one value (keys (b, n, k) and values (b, n, v) share n)")
+        raise ValueError(_("{keys_size} keys but {values_size} values; every key needs exactly "
+                           "one value (keys (b, n, k) and values (b, n, v) share n)").format(
+            keys_size=keys.shape[1], values_size=values.shape[1]))
 
 
 def checked_lengths(valid_lens, queries: torch.Tensor, keys: torch.Tensor):
@@ -104,17 +111,19 @@ def checked_lengths(valid_lens, queries: torch.Tensor, keys: torch.Tensor):
 def dot_scores(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     """Unscaled scores q·k: queries (batch, m, d), keys (batch, n, d) -> (batch, m, n)."""
     if queries.shape[-1] != keys.shape[-1]:
-        raise ValueError(f"dot-product scoring needs queries and keys of one size, got query size "
-                         f"{queries.shape[-1]} and key size {keys.shape[-1]}; use "
-                         f"AdditiveAttention or BilinearAttention(query_size={queries.shape[-1]}, "
-                         f"key_size={keys.shape[-1]}) instead")
+        raise ValueError(_("dot-product scoring needs queries and keys of one size, got query "
+                           "size {queries_size} and key size {keys_size}; use AdditiveAttention "
+                           "or BilinearAttention(query_size={queries_size}, "
+                           "key_size={keys_size}) instead").format(
+            queries_size=queries.shape[-1], keys_size=keys.shape[-1]))
     return torch.bmm(queries, keys.transpose(1, 2))
 
 
 def causal_valid_lens(batch: int, num_queries: int, device=None) -> torch.Tensor:
     """Valid lengths (batch, num_queries) that let query i see keys 0..i only (a causal mask)."""
     if num_queries < 1 or batch < 1:
-        raise ValueError(f"batch and num_queries must be >= 1, got {batch} and {num_queries}")
+        raise ValueError(_("batch and num_queries must be >= 1, got {batch} and "
+                           "{num_queries}").format(batch=batch, num_queries=num_queries))
     steps = torch.arange(1, num_queries + 1, device=device)          # (num_queries,)
     return steps.repeat(batch, 1)                                     # (batch, num_queries)
 
@@ -143,7 +152,8 @@ class AttentionScoring(nn.Module):
     def __init__(self, dropout: float = 0.0):
         super().__init__()
         if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout is a probability in [0, 1), got {dropout}")
+            raise ValueError(_("dropout is a probability in [0, 1), got {dropout}").format(
+                dropout=dropout))
         self.dropout = nn.Dropout(dropout)
         self.attention_weights = None                  # (batch, queries, keys) after forward
 
@@ -178,9 +188,10 @@ class AdditiveAttention(AttentionScoring):
     def score(self, queries, keys):
         for name, tensor, layer in (("query", queries, self.W_q), ("key", keys, self.W_k)):
             if tensor.shape[-1] != layer.in_features:
-                raise ValueError(f"this AdditiveAttention expects {name} size "
-                                 f"{layer.in_features}, got {tensor.shape[-1]}; build it with "
-                                 f"{name}_size={tensor.shape[-1]}")
+                raise ValueError(_("this AdditiveAttention expects {name} size "
+                                   "{in_features}, got {tensor_size}; build it with "
+                                   "{name}_size={tensor_size}").format(
+                    name=name, in_features=layer.in_features, tensor_size=tensor.shape[-1]))
         features = self.W_q(queries)[:, :, None, :] + self.W_k(keys)[:, None, :, :]  # (b, m, n, h)
         return self.w_v(torch.tanh(features)).squeeze(-1)                            # (b, m, n)
 
@@ -213,8 +224,9 @@ class BilinearAttention(AttentionScoring):
 
     def score(self, queries, keys):
         if (queries.shape[-1], keys.shape[-1]) != (self.W.out_features, self.W.in_features):
-            raise ValueError(f"this BilinearAttention expects query size {self.W.out_features} "
-                             f"and key size {self.W.in_features}, got {queries.shape[-1]} and "
-                             f"{keys.shape[-1]}; build it with query_size={queries.shape[-1]}, "
-                             f"key_size={keys.shape[-1]}")
+            raise ValueError(_("this BilinearAttention expects query size {out_features} and key "
+                               "size {in_features}, got {queries_size} and {keys_size}; build it "
+                               "with query_size={queries_size}, key_size={keys_size}").format(
+                out_features=self.W.out_features, in_features=self.W.in_features,
+                queries_size=queries.shape[-1], keys_size=keys.shape[-1]))
         return torch.bmm(queries, self.W(keys).transpose(1, 2))          # (b, m, n)

@@ -25,6 +25,7 @@ from torch.utils import data as torch_data
 
 from utils.data_files import (DATA_ENV_VAR, DATASET_ENV_VAR, URL_ENV_VAR,  # noqa: F401
                               cache_dir, find_data_file)
+from utils.i18n import _
 
 UNK, PAD, BOS, EOS = "<unk>", "<pad>", "<bos>", "<eos>"
 
@@ -58,8 +59,8 @@ def _check_num_examples(num_examples) -> None:
     if num_examples is None:
         return
     if isinstance(num_examples, bool) or not isinstance(num_examples, int) or num_examples <= 0:
-        raise ValueError(f"num_examples must be a positive int (or None for every pair), "
-                         f"got {num_examples!r}")
+        raise ValueError(_("num_examples must be a positive int (or None for every pair), got "
+                           "{num_examples!r}").format(num_examples=num_examples))
 
 
 def read_pairs(path=None, num_examples: int | None = None, *,
@@ -94,23 +95,27 @@ def _read_pairs(file: pathlib.Path, num_examples, preprocess_text: bool) -> list
             if line_no == 1:
                 line = line.lstrip("\ufeff")  # a byte-order mark is not part of the text
             if not line.strip():
-                raise ValueError(f"{file}, line {line_no}: the line is empty; each line must be "
-                                 f"'English<TAB>French' (remove blank lines)")
+                raise ValueError(_("{file}, line {line_no}: the line is empty; each line must be "
+                                   "'English<TAB>French' (remove blank lines)").format(
+                    file=file, line_no=line_no))
             columns = line.split("\t")
             if len(columns) < 2:
-                raise ValueError(f"{file}, line {line_no}: no tab found in {line[:60]!r}; "
-                                 f"each line must be 'English<TAB>French'")
+                raise ValueError(_("{file}, line {line_no}: no tab found in {line!r}; each line "
+                                   "must be 'English<TAB>French'").format(
+                    file=file, line_no=line_no, line=line[:60]))
             english, french = columns[0], columns[1]
             if preprocess_text:
                 english, french = preprocess(english), preprocess(french)
             for side, sentence in (("English", english), ("French", french)):
                 if not sentence.strip():
-                    raise ValueError(f"{file}, line {line_no}: the {side} sentence is empty; "
-                                     f"each line must be 'English<TAB>French' with both filled")
+                    raise ValueError(_("{file}, line {line_no}: the {side} sentence is empty; "
+                                       "each line must be 'English<TAB>French' with both "
+                                       "filled").format(file=file, line_no=line_no, side=side))
             pairs.append((english, french))
     if num_examples is not None and len(pairs) < num_examples:
-        raise ValueError(f"num_examples={num_examples} but {file} holds only {len(pairs)} "
-                         f"pairs; ask for at most {len(pairs)}")
+        raise ValueError(_("num_examples={num_examples} but {file} holds only {num_pairs} pairs; "
+                           "ask for at most {num_pairs}").format(
+            num_examples=num_examples, file=file, num_pairs=len(pairs)))
     return pairs
 
 
@@ -137,10 +142,12 @@ class Vocab:
     def __init__(self, tokens: Sequence = (), min_freq: int = 0,
                  reserved_tokens: Sequence[str] = (PAD, BOS, EOS)):
         if isinstance(min_freq, bool) or not isinstance(min_freq, int) or min_freq < 0:
-            raise ValueError(f"min_freq must be a non-negative int, got {min_freq!r}")
+            raise ValueError(_("min_freq must be a non-negative int, got {min_freq!r}").format(
+                min_freq=min_freq))
         if UNK in reserved_tokens or len(set(reserved_tokens)) != len(reserved_tokens):
-            raise ValueError(f"reserved_tokens must be distinct and exclude {UNK!r} (it is always "
-                             f"index 0), got {list(reserved_tokens)}")
+            raise ValueError(_("reserved_tokens must be distinct and exclude {UNK!r} (it is "
+                               "always index 0), got {reserved_tokens}").format(
+                UNK=UNK, reserved_tokens=list(reserved_tokens)))
         flat = [tok for line in tokens for tok in line] if tokens and isinstance(
             tokens[0], (list, tuple)) else list(tokens)
         counts = collections.Counter(flat)       # insertion order = first appearance
@@ -160,8 +167,8 @@ class Vocab:
         if isinstance(tokens, (list, tuple)):
             return [self[token] for token in tokens]
         if not isinstance(tokens, str):
-            raise TypeError(f"look up a token (str) or a list/tuple of tokens, "
-                            f"got {type(tokens).__name__}")
+            raise TypeError(_("look up a token (str) or a list/tuple of tokens, got "
+                              "{tokens_type}").format(tokens_type=type(tokens).__name__))
         return self.token_to_idx.get(tokens, self.unk)
 
     def to_tokens(self, indices):
@@ -171,10 +178,12 @@ class Vocab:
         if isinstance(indices, (list, tuple)):
             return [self.to_tokens(index) for index in indices]
         if isinstance(indices, bool) or not isinstance(indices, int):
-            raise TypeError(f"indices must be ints, got {type(indices).__name__}")
+            raise TypeError(_("indices must be ints, got {indices_type}").format(
+                indices_type=type(indices).__name__))
         if not 0 <= indices < len(self):
-            raise IndexError(f"index {indices} is outside this vocabulary of {len(self)} tokens "
-                             f"(valid: 0..{len(self) - 1})")
+            raise IndexError(_("index {indices} is outside this vocabulary of {size} tokens "
+                               "(valid: 0..{last})").format(
+                indices=indices, size=len(self), last=len(self) - 1))
         return self.idx_to_token[indices]
 
     @property
@@ -184,8 +193,8 @@ class Vocab:
     @property
     def pad(self) -> int:
         if PAD not in self.token_to_idx:
-            raise AttributeError(f"this vocabulary has no {PAD!r}; build it with {PAD!r} "
-                                 f"among reserved_tokens")
+            raise AttributeError(_("this vocabulary has no {PAD!r}; build it with {PAD!r} among "
+                                   "reserved_tokens").format(PAD=PAD))
         return self.token_to_idx[PAD]
 
     @property
@@ -203,7 +212,8 @@ def truncate_pad(line: Sequence, num_steps: int, padding_token) -> list:
     ``build_array`` counts how many lines it cut.
     """
     if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps <= 0:
-        raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
+        raise ValueError(_("num_steps must be a positive int, got {num_steps!r}").format(
+            num_steps=num_steps))
     if len(line) > num_steps:
         return list(line[:num_steps])
     return list(line) + [padding_token] * (num_steps - len(line))
@@ -218,11 +228,13 @@ def build_array(lines: Sequence[Sequence[str]], vocab: Vocab, num_steps: int
     then has no ``<eos>``). An empty line raises ValueError.
     """
     if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps <= 0:
-        raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
+        raise ValueError(_("num_steps must be a positive int, got {num_steps!r}").format(
+            num_steps=num_steps))
     rows, truncated = [], 0
     for i, line in enumerate(lines):
         if len(line) == 0:
-            raise ValueError(f"sentence {i} is empty; remove empty sentences before batching")
+            raise ValueError(_("sentence {i} is empty; remove empty sentences before "
+                               "batching").format(i=i))
         indices = vocab[list(line)] + [vocab[EOS]]
         truncated += len(indices) > num_steps
         rows.append(truncate_pad(indices, num_steps, vocab.pad))
@@ -250,21 +262,25 @@ def pairs_loader(pairs, batch_size: int, num_steps: int, seed: int = 0, min_freq
     ``data_iter.num_truncated`` ({"source": n, "target": m}) and a UserWarning says so.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        raise ValueError(_("batch_size must be a positive int, got {batch_size!r}").format(
+            batch_size=batch_size))
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        raise ValueError(_("seed must be a non-negative int, got {seed!r}").format(seed=seed))
     pairs = list(pairs)
     if not pairs:
-        raise ValueError("no sentence pairs to train on; pass at least one (English, French) pair")
+        raise ValueError(_("no sentence pairs to train on; pass at least one (English, French) "
+                           "pair"))
     source, target = tokenize_pairs(pairs)
     src_vocab = Vocab(source, min_freq=min_freq)
     tgt_vocab = Vocab(target, min_freq=min_freq)
     src_array, src_valid_len, src_cut = build_array(source, src_vocab, num_steps)
     tgt_array, tgt_valid_len, tgt_cut = build_array(target, tgt_vocab, num_steps)
     if src_cut or tgt_cut:
-        warnings.warn(f"num_steps={num_steps} truncated {src_cut} of {len(pairs)} source and "
-                      f"{tgt_cut} target sentences (their ends and <eos> are dropped); "
-                      f"raise num_steps to keep them whole", UserWarning, stacklevel=3)
+        warnings.warn(_("num_steps={num_steps} truncated {src_cut} of {num_pairs} source and "
+                        "{tgt_cut} target sentences (their ends and <eos> are dropped); raise "
+                        "num_steps to keep them whole").format(
+                          num_steps=num_steps, src_cut=src_cut, num_pairs=len(pairs),
+                          tgt_cut=tgt_cut), UserWarning, stacklevel=3)
     dataset = torch_data.TensorDataset(src_array, src_valid_len, tgt_array, tgt_valid_len)
     generator = torch.Generator()
     generator.manual_seed(seed)

@@ -32,6 +32,8 @@ import urllib.error
 import urllib.request
 import zipfile
 
+from utils.i18n import _
+
 DATA_ENV_VAR = "ATTENTION_COURSE_DATA"
 DATASET_ENV_VAR = "ATTENTION_COURSE_DATASET"
 URL_ENV_VAR = "ATTENTION_COURSE_DATA_URL"
@@ -73,11 +75,14 @@ def _check_user_file(path, origin: str) -> pathlib.Path:
     """A file the user named (argument or env var) must exist: never fall through silently."""
     path = pathlib.Path(path).expanduser()
     if path.is_dir():
-        raise FileNotFoundError(f"{origin} points at the folder {path}; point it at the "
-                                f"fra-eng.txt (or fra.txt) file inside it")
+        raise FileNotFoundError(_("{origin} points at the folder {path}; point it at the "
+                                  "fra-eng.txt (or fra.txt) file inside it").format(
+            origin=origin, path=path))
     if not path.is_file():
-        raise FileNotFoundError(f"{origin} points at {path}, which does not exist; fix the path "
-                                f"or leave it unset to use the course's {COURSE_FILE_IN_REPO}")
+        raise FileNotFoundError(_("{origin} points at {path}, which does not exist; fix the "
+                                  "path or leave it unset to use the course's "
+                                  "{course_file}").format(
+            origin=origin, path=path, course_file=COURSE_FILE_IN_REPO))
     return path
 
 
@@ -94,22 +99,25 @@ _VERIFIED: dict = {}     # (path, size, mtime_ns) -> sha256, so a file is hashed
 
 def _verified_course_file(file: pathlib.Path, expected: str) -> pathlib.Path:
     """``file`` if it is the course's file byte for byte; else a one-line error with the fix."""
-    restore = (f"restore it with 'git checkout -- {COURSE_FILE_IN_REPO}' in the course folder "
-               f"(or clone the course again)")
+    restore = _("restore it with 'git checkout -- {path}' in the course folder (or clone the "
+                "course again)").format(path=COURSE_FILE_IN_REPO)
     if not file.is_file():
-        raise FileNotFoundError(f"the course's sentence pairs {file} are missing; {restore}, or "
-                                f"point ${DATA_ENV_VAR} at a copy of fra-eng.txt")
+        raise FileNotFoundError(_("the course's sentence pairs {file} are missing; {restore}, or "
+                                  "point ${variable} at a copy of fra-eng.txt").format(
+            file=file, restore=restore, variable=DATA_ENV_VAR))
     stat = file.stat()
     key = (str(file), stat.st_size, stat.st_mtime_ns)
     if key not in _VERIFIED:
         _VERIFIED[key] = _digest_of(file, "sha256")
     actual = _VERIFIED[key]
     if actual != expected:
-        raise ValueError(f"the course's sentence pairs {file} have been changed (sha256 "
-                         f"{actual[:12]}…, expected {expected[:12]}…): the shipped models and "
-                         f"the lessons' figures are for the original; {restore}; to train on "
-                         f"your own pairs, save them elsewhere and set ${DATA_ENV_VAR} to that "
-                         f"file (the models then retrain)")
+        raise ValueError(_("the course's sentence pairs {file} have been changed (sha256 "
+                           "{actual}…, expected {expected}…): the shipped models and the "
+                           "lessons' figures are for the original; {restore}; to train on your "
+                           "own pairs, save them elsewhere and set ${variable} to that file "
+                           "(the models then retrain)").format(
+            file=file, actual=actual[:12], expected=expected[:12], restore=restore,
+            variable=DATA_ENV_VAR))
     return file
 
 
@@ -119,9 +127,11 @@ def _verify_archive(archive: pathlib.Path, sha1: str) -> None:
     if actual != sha1.lower():
         corrupt = archive.with_name(archive.name + ".corrupt")
         os.replace(archive, corrupt)
-        raise ValueError(f"checksum mismatch for {archive.name}: sha1 {actual}, expected {sha1}; "
-                         f"refused it and moved it to {corrupt} (nothing was extracted); "
-                         f"delete it and retry, or set {DATA_ENV_VAR} to a local fra-eng.txt")
+        raise ValueError(_("checksum mismatch for {name}: sha1 {actual}, expected {sha1}; "
+                           "refused it and moved it to {corrupt} (nothing was extracted); delete "
+                           "it and retry, or set {variable} to a local fra-eng.txt").format(
+            name=archive.name, actual=actual, sha1=sha1, corrupt=corrupt,
+            variable=DATA_ENV_VAR))
 
 
 def _extract(archive: pathlib.Path, target: pathlib.Path) -> None:
@@ -129,13 +139,15 @@ def _extract(archive: pathlib.Path, target: pathlib.Path) -> None:
     try:
         with zipfile.ZipFile(archive) as zf:
             if ARCHIVE_MEMBER not in zf.namelist():
-                raise ValueError(f"{archive} has no member {ARCHIVE_MEMBER!r}; "
-                                 f"it is not the eng-fra archive this course expects")
+                raise ValueError(_("{archive} has no member {member!r}; it is not the "
+                                   "eng-fra archive this course expects").format(
+                    archive=archive, member=ARCHIVE_MEMBER))
             partial = target.with_name(target.name + ".part")
             with zf.open(ARCHIVE_MEMBER) as src, open(partial, "wb") as dst:
                 shutil.copyfileobj(src, dst)
     except zipfile.BadZipFile as err:
-        raise ValueError(f"{archive} is not a valid zip file ({err}); delete it and retry") from err
+        raise ValueError(_("{archive} is not a valid zip file ({err}); delete it and retry").format(
+            archive=archive, err=err)) from err
     os.replace(partial, target)
 
 
@@ -161,19 +173,21 @@ def _full_data_file(url: str | None, sha1: str | None, download: bool) -> pathli
     archive = folder / ARCHIVE_NAME
     url = url or os.environ.get(URL_ENV_VAR) or DATA_URL
     sha1 = sha1 or DATA_SHA1
-    looked = f"dataset 'd2l-full' not in the cache {cached}"
-    fix = (f"check your connection or {URL_ENV_VAR}, or use the course's own pairs (leave "
-           f"dataset unset)")
+    looked = _("dataset 'd2l-full' not in the cache {cached}").format(cached=cached)
+    fix = _("check your connection or {variable}, or use the course's own pairs (leave dataset "
+            "unset)").format(variable=URL_ENV_VAR)
     if not archive.is_file():       # an archive left by an earlier run is verified, not refetched
         if not download:
-            raise FileNotFoundError(f"{looked} and download=False; {fix}")
+            raise FileNotFoundError(_("{looked} and download=False; {fix}").format(
+                looked=looked, fix=fix))
         folder.mkdir(parents=True, exist_ok=True)
         try:
             _download(url, archive)
         except (urllib.error.URLError, OSError, ValueError) as err:  # ValueError: bad URL
             reason = getattr(err, "reason", err)
-            raise FileNotFoundError(f"{looked}, and the download from {url} failed ({reason}); "
-                                    f"{fix}") from err
+            raise FileNotFoundError(_("{looked}, and the download from {url} failed ({reason}); "
+                                      "{fix}").format(
+                looked=looked, url=url, reason=reason, fix=fix)) from err
     _verify_archive(archive, sha1)  # before extraction, always
     _extract(archive, cached)
     return cached
@@ -189,11 +203,11 @@ def find_data_file(path=None, *, dataset: str | None = None, url: str | None = N
     downloaded for the default data set.
     """
     if path is not None:
-        return _check_user_file(path, "the path argument")
+        return _check_user_file(path, _("the path argument"))
     env_path = os.environ.get(DATA_ENV_VAR)
     if env_path:
         return _check_user_file(env_path, f"${DATA_ENV_VAR}")
-    origin = "the dataset argument"
+    origin = _("the dataset argument")
     if dataset is None:
         dataset = os.environ.get(DATASET_ENV_VAR) or "course"
         origin = f"${DATASET_ENV_VAR}"
@@ -201,5 +215,6 @@ def find_data_file(path=None, *, dataset: str | None = None, url: str | None = N
         return _verified_course_file(COURSE_FILE, COURSE_SHA256)
     if dataset == "d2l-full":
         return _full_data_file(url, sha1, download)
-    raise ValueError(f"{origin} is {dataset!r}, not a data set of the course; choose one of "
-                     f"{', '.join(map(repr, DATASETS))} or leave it unset for 'course'")
+    raise ValueError(_("{origin} is {dataset!r}, not a data set of the course; choose one of "
+                       "{choices} or leave it unset for 'course'").format(
+        origin=origin, dataset=dataset, choices=', '.join(map(repr, DATASETS))))

@@ -42,6 +42,7 @@ import torch
 from torch.nn import functional as F
 
 from utils.code_fingerprint import code_fingerprint
+from utils.i18n import _
 from utils.language_model import DecoderOnlyConfig, DecoderOnlyLM
 from utils.validation import check_flag, check_positive_int
 
@@ -67,15 +68,17 @@ def repeated_block_batch(batch_size: int, block_len: int, vocab_size: int, gener
         check_positive_int(name, value)
     shortest = block_len if min_block_len is None else min_block_len
     if isinstance(shortest, bool) or not isinstance(shortest, int) or not 1 <= shortest <= block_len:
-        raise ValueError(f"min_block_len must be an integer in 1..block_len={block_len}, got "
-                         f"{min_block_len!r}; or None for one block length")
+        raise ValueError(_("min_block_len must be an integer in 1..block_len={block_len}, got "
+                           "{min_block_len!r}; or None for one block length").format(
+            block_len=block_len, min_block_len=min_block_len))
     check_flag("distinct", distinct)
     n = 2 * block_len
     distinct_needed = n - shortest                                         # filler + block
     if distinct and distinct_needed > vocab_size:
-        raise ValueError(f"rows need {distinct_needed} distinct tokens but vocab_size="
-                         f"{vocab_size}; use a shorter block, a larger min_block_len or a larger "
-                         f"vocabulary")
+        raise ValueError(_("rows need {distinct_needed} distinct tokens but "
+                           "vocab_size={vocab_size}; use a shorter block, a larger min_block_len "
+                           "or a larger vocabulary").format(
+            distinct_needed=distinct_needed, vocab_size=vocab_size))
     if distinct:
         fresh = torch.rand(batch_size, vocab_size, generator=generator).argsort(dim=1)  # (b, V)
     else:
@@ -99,16 +102,16 @@ def copy_masks(tokens: torch.Tensor):
     if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.shape[1] < 2 \
             or tokens.is_floating_point():
         shape = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
-        raise ValueError(f"tokens must be an integer tensor (batch, steps >= 2), got {shape}; "
-                         f"make them with repeated_block_batch")
+        raise ValueError(_("tokens must be an integer tensor (batch, steps >= 2), got {shape}; "
+                           "make them with repeated_block_batch").format(shape=shape))
     same = tokens[:, :, None] == tokens[:, None, :]                        # (b, i, j)
     seen_before = (same & torch.ones_like(same[0]).tril(-1)).any(-1)       # (b, n)
     seen_after = (same & torch.ones_like(same[0]).triu(1)).any(-1)         # (b, n)
     second = seen_before[:, :-1] & seen_before[:, 1:]                      # (b, n - 1)
     first = seen_after[:, :-1] & seen_after[:, 1:] & ~seen_before[:, :-1]  # (b, n - 1)
     if not second.any(dim=1).all():
-        raise ValueError("a row of tokens has no repeated pair of tokens to predict; make "
-                         "them with repeated_block_batch (block_len >= 2)")
+        raise ValueError(_("a row of tokens has no repeated pair of tokens to predict; make them "
+                           "with repeated_block_batch (block_len >= 2)"))
     return first, second
 
 
@@ -151,9 +154,9 @@ def check_square_weights(weights) -> None:
             or weights.shape[-1] != weights.shape[-2]:
         shape = tuple(weights.shape) if isinstance(weights, torch.Tensor) else \
             type(weights).__name__
-        raise ValueError(f"weights must be one layer's self-attention (batch, heads, n, n), "
-                         f"got {shape}; pass model.attention_weights[layer] after a forward "
-                         f"without state")
+        raise ValueError(_("weights must be one layer's self-attention (batch, heads, n, n), got "
+                           "{shape}; pass model.attention_weights[layer] after a forward without "
+                           "state").format(shape=shape))
 
 
 def previous_token_score(weights: torch.Tensor) -> torch.Tensor:
@@ -181,13 +184,14 @@ def induction_score(weights: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor
     1 for a perfect induction head."""
     check_square_weights(weights)
     if tokens.shape != (weights.shape[0], weights.shape[-1]):
-        raise ValueError(f"tokens {tuple(tokens.shape)} do not match weights "
-                         f"{tuple(weights.shape)}; pass the tokens the model just read")
+        raise ValueError(_("tokens {tokens_shape} do not match weights {weights_shape}; pass the "
+                           "tokens the model just read").format(
+            tokens_shape=tuple(tokens.shape), weights_shape=tuple(weights.shape)))
     targets = induction_targets(tokens)                                    # (b, n)
     has_target = targets >= 0                                              # (b, n)
     if not has_target.any():
-        raise ValueError("no token occurs twice, so there is no induction target; use "
-                         "repeated_block_batch")
+        raise ValueError(_("no token occurs twice, so there is no induction target; use "
+                           "repeated_block_batch"))
     index = targets.clamp(min=0)[:, None, :, None].expand(-1, weights.shape[1], -1, 1)
     on_target = weights.gather(-1, index)[..., 0]                          # (b, h, n)
     mask = has_target[:, None, :].to(weights.dtype)                        # (b, 1, n)
@@ -265,22 +269,23 @@ def train_induction(config: DecoderOnlyConfig = INDUCTION_MODEL, steps: int = 60
     sets PyTorch's intra-op threads for the run (then restored).
     """
     if not isinstance(config, DecoderOnlyConfig):
-        raise ValueError(f"config must be a DecoderOnlyConfig, got {type(config).__name__}; "
-                         f"use e.g. INDUCTION_MODEL")
+        raise ValueError(_("config must be a DecoderOnlyConfig, got {config_type}; use e.g. "
+                           "INDUCTION_MODEL").format(config_type=type(config).__name__))
     for name, value in (("steps", steps), ("block_len", block_len), ("batch_size", batch_size),
                         ("eval_batch_size", eval_batch_size)):
         check_positive_int(name, value)
     if not isinstance(num_checkpoints, int) or num_checkpoints < 2:
-        raise ValueError(f"num_checkpoints must be an integer >= 2 (the first and last step), "
-                         f"got {num_checkpoints!r}")
+        raise ValueError(_("num_checkpoints must be an integer >= 2 (the first and last step), "
+                           "got {num_checkpoints!r}").format(num_checkpoints=num_checkpoints))
     if 2 * block_len > config.max_len:
-        raise ValueError(f"sequences of 2·{block_len} tokens need max_len >= {2 * block_len}, "
-                         f"the config has {config.max_len}; use a shorter block")
+        raise ValueError(_("sequences of 2·{block_len} tokens need max_len >= {length}, the "
+                           "config has {max_len}; use a shorter block").format(
+            block_len=block_len, length=2 * block_len, max_len=config.max_len))
     if block_len < 2:
-        raise ValueError(f"block_len must be >= 2 so the second copy has a predictable token, "
-                         f"got {block_len}")
+        raise ValueError(_("block_len must be >= 2 so the second copy has a predictable token, "
+                           "got {block_len}").format(block_len=block_len))
     if not lr > 0:
-        raise ValueError(f"lr must be > 0, got {lr!r}")
+        raise ValueError(_("lr must be > 0, got {lr!r}").format(lr=lr))
     checkpoint_steps = sorted({round(i * steps / (num_checkpoints - 1))
                                for i in range(num_checkpoints)})
     data = torch.Generator().manual_seed(seed)
@@ -395,7 +400,8 @@ def train_or_load_induction(settings: InductionSettings = LESSON_INDUCTION, *,
                 try:
                     return load_run(candidate, settings), candidate, True
                 except Exception as error:    # noqa: BLE001 - unreadable: train again
-                    warnings.warn(f"ignoring the stored run {candidate} ({error}); retraining",
+                    warnings.warn(_("ignoring the stored run {candidate} ({error}); "
+                                    "retraining").format(candidate=candidate, error=error),
                                   UserWarning, stacklevel=2)
     run = train_run(settings)
     if use_cache:

@@ -40,6 +40,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from utils.i18n import _
 from utils.multihead import MultiHeadAttention, check_num_heads, merge_heads, split_heads
 from utils.positional import PositionalEncoding, check_encoding_layer
 from utils.transformer import AddNorm, PositionWiseFFN, check_token_batch
@@ -188,17 +189,18 @@ class DecoderOnlyLM(nn.Module):
         if state is not None:
             if (not isinstance(state, (list, tuple)) or len(state) != len(self.blks)
                     or not all(isinstance(c, KeyValueCache) for c in state)):
-                raise ValueError(f"state must be None or the list of {len(self.blks)} "
-                                 f"KeyValueCache a previous call returned; pass state=None "
-                                 f"to start a new sequence")
+                raise ValueError(_("state must be None or the list of {num_layers} KeyValueCache a "
+                                   "previous call returned; pass state=None to start a new "
+                                   "sequence").format(num_layers=len(self.blks)))
             cached = state[0].length
             if state[0].keys.shape[0] != tokens.shape[0]:
-                raise ValueError(f"state holds {state[0].keys.shape[0]} sequences but tokens "
-                                 f"has {tokens.shape[0]}; feed the same batch or pass state=None")
+                raise ValueError(_("state holds {state_size} sequences but tokens has "
+                                   "{tokens_size}; feed the same batch or pass state=None").format(
+                    state_size=state[0].keys.shape[0], tokens_size=tokens.shape[0]))
         if cached + tokens.shape[1] > self.config.max_len:
-            raise ValueError(f"position {cached + tokens.shape[1]} is past max_len="
-                             f"{self.config.max_len}; build the model with a larger max_len "
-                             f"or use a shorter sequence")
+            raise ValueError(_("position {position} is past max_len={max_len}; build "
+                               "the model with a larger max_len or use a shorter sequence").format(
+                position=cached + tokens.shape[1], max_len=self.config.max_len))
         return cached
 
 
@@ -208,11 +210,11 @@ def check_logits(logits) -> None:
     """Raise unless logits is a floating tensor (..., V) with V >= 1."""
     if not isinstance(logits, torch.Tensor) or not logits.is_floating_point() or logits.dim() < 1:
         shape = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
-        raise ValueError(f"logits must be a float tensor (..., vocab_size), got {shape}; "
-                         f"pass the model's output, e.g. logits[:, -1]")
+        raise ValueError(_("logits must be a float tensor (..., vocab_size), got {shape}; pass "
+                           "the model's output, e.g. logits[:, -1]").format(shape=shape))
     if logits.shape[-1] == 0:
-        raise ValueError("logits have an empty vocabulary axis; pass (..., vocab_size) with "
-                         "vocab_size >= 1")
+        raise ValueError(_("logits have an empty vocabulary axis; pass (..., vocab_size) with "
+                           "vocab_size >= 1"))
 
 
 def check_top_k(top_k) -> int:
@@ -224,8 +226,8 @@ def check_top_k(top_k) -> int:
     except TypeError:
         k = None
     if k is None or isinstance(top_k, bool) or k < 1:
-        raise ValueError(f"top_k must be None or an integer >= 1, got {top_k!r}; "
-                         f"use None to keep every token")
+        raise ValueError(_("top_k must be None or an integer >= 1, got {top_k!r}; use None to "
+                           "keep every token").format(top_k=top_k))
     return k
 
 
@@ -234,16 +236,17 @@ def check_top_p(top_p) -> float:
     if top_p is None:
         return None
     if isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1:
-        raise ValueError(f"top_p must be None or lie in (0, 1], got {top_p!r}; "
-                         f"use e.g. top_p=0.9, or None to keep every token")
+        raise ValueError(_("top_p must be None or lie in (0, 1], got {top_p!r}; use e.g. "
+                           "top_p=0.9, or None to keep every token").format(top_p=top_p))
     return float(top_p)
 
 
 def check_temperature(temperature) -> float:
     if (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
             or not 0 < temperature < math.inf):
-        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}; "
-                         f"use greedy=True for the temperature -> 0 limit")
+        raise ValueError(_("temperature must be a finite number > 0, got {temperature!r}; use "
+                           "greedy=True for the temperature -> 0 limit").format(
+            temperature=temperature))
     return float(temperature)
 
 
@@ -284,9 +287,9 @@ def next_token_distribution(logits: torch.Tensor, temperature: float = 1.0, top_
 
 def check_generator(generator) -> None:
     if generator is not None and not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be None or a torch.Generator, got "
-                         f"{type(generator).__name__}; use utils.reproducibility."
-                         f"seeded_generator(seed)")
+        raise ValueError(_("generator must be None or a torch.Generator, got {generator_type}; "
+                           "use utils.reproducibility.seeded_generator(seed)").format(
+            generator_type=type(generator).__name__))
 
 
 def sample(logits: torch.Tensor, temperature: float = 1.0, top_k=None, top_p=None,

@@ -37,6 +37,7 @@ from torch.nn import functional as F
 
 from utils.code_fingerprint import code_fingerprint
 from utils.data import BOS, EOS, PAD, Vocab, preprocess, read_pairs, tokenize
+from utils.i18n import _
 from utils.language_model import DecoderOnlyConfig, DecoderOnlyLM, generate
 from utils.masking import length_mask
 from utils.validation import check_dropout, check_positive, check_positive_int
@@ -171,7 +172,7 @@ def token_losses(model: DecoderOnlyLM, encoded: list, pad: int,
     finally:
         model.train(was_training)
     if count == 0:
-        raise ValueError("no sentences to score; pass a non-empty list from encode_sentences")
+        raise ValueError(_("no sentences to score; pass a non-empty list from encode_sentences"))
     return total, count
 
 
@@ -196,7 +197,7 @@ class BigramModel:
     def __init__(self, encoded: list, vocab_size: int, tune_fraction: float = 0.1):
         check_positive_int("vocab_size", vocab_size)
         if not encoded:
-            raise ValueError("BigramModel needs training sentences; pass encode_sentences(...)")
+            raise ValueError(_("BigramModel needs training sentences; pass encode_sentences(...)"))
         self.vocab_size = vocab_size
         split = len(encoded) - max(1, int(len(encoded) * tune_fraction))
         if split >= 1:
@@ -362,7 +363,8 @@ def encode_prompt(text: str, vocab: Vocab) -> torch.Tensor:
     """A prompt as the model reads it: (1, n) tokens, ``<bos>`` then the prompt's words (an
     empty prompt is ``<bos>`` alone: the start of a sentence)."""
     if not isinstance(text, str):
-        raise ValueError(f"the prompt must be a str, got {type(text).__name__}")
+        raise ValueError(_("the prompt must be a str, got {text_type}").format(
+            text_type=type(text).__name__))
     words = tokenize(preprocess(text))
     return torch.tensor([[vocab[BOS], *vocab[words]]])
 
@@ -379,8 +381,9 @@ def continue_prompt(model: DecoderOnlyLM, vocab: Vocab, text: str, max_new_token
     prompt = encode_prompt(text, vocab)                                    # (1, n0)
     room = model.config.max_len + 1 - prompt.shape[1]
     if room < 1:
-        raise ValueError(f"the prompt has {prompt.shape[1] - 1} words; the model reads at most "
-                         f"{model.config.max_len - 1}: shorten it")
+        raise ValueError(_("the prompt has {num_words} words; the model reads at most "
+                           "{most}: shorten it").format(
+            num_words=prompt.shape[1] - 1, most=model.config.max_len - 1))
     tokens = generate(model, prompt, min(max_new_tokens, room), **sampling)[0, prompt.shape[1]:]
     words = vocab.to_tokens(tokens.tolist())
     return words[:words.index(EOS) + 1] if EOS in words else words

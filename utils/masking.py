@@ -9,6 +9,7 @@ Only the first ``valid_len`` keys of a row take part in the softmax; the rest ge
 
 import torch
 from torch.nn import functional as F
+from utils.i18n import _
 
 # Scores of masked keys are replaced by this before the softmax; exp(-1e6) is exactly 0 in
 # float32, so masked keys get no weight as long as one key per row is valid.
@@ -19,9 +20,11 @@ def _as_length_tensor(valid_lens, device) -> torch.Tensor:
     lens = torch.as_tensor(valid_lens, device=device)
     if lens.is_floating_point():
         if not torch.equal(lens, lens.round()):
-            raise ValueError(f"valid lengths must be whole numbers, got {lens.tolist()}")
+            raise ValueError(_("valid lengths must be whole numbers, got {lens}").format(
+                lens=lens.tolist()))
     elif lens.dtype == torch.bool or lens.is_complex():
-        raise ValueError(f"valid lengths must be integers, got dtype {lens.dtype}")
+        raise ValueError(_("valid lengths must be integers, got dtype {dtype}").format(
+            dtype=lens.dtype))
     return lens.long()
 
 
@@ -43,17 +46,19 @@ def check_valid_lens(valid_lens, batch: int, queries: int, keys: int) -> torch.T
     if lens.dim() == 1 and lens.shape[0] == batch:
         lens = lens[:, None].expand(batch, queries)          # (batch,) -> (batch, queries)
     elif not (lens.dim() == 2 and tuple(lens.shape) == (batch, queries)):
-        raise ValueError(
-            f"valid_lens has shape {tuple(lens.shape)} but scores have shape "
-            f"({batch}, {queries}, {keys}); pass shape ({batch},) for one length per sequence "
-            f"or ({batch}, {queries}) for one length per query")
+        raise ValueError(_("valid_lens has shape {lens_shape} but scores have shape ({batch}, "
+                           "{queries}, {keys}); pass shape ({batch},) for one length per "
+                           "sequence or ({batch}, {queries}) for one length per query").format(
+            lens_shape=tuple(lens.shape), batch=batch, queries=queries, keys=keys))
     if (lens < 0).any():
-        raise ValueError(f"valid_lens must be >= 0, got {lens.min().item()} "
-                         f"(scores have shape ({batch}, {queries}, {keys}))")
+        raise ValueError(_("valid_lens must be >= 0, got {lens} (scores have shape ({batch}, "
+                           "{queries}, {keys}))").format(
+            lens=lens.min().item(), batch=batch, queries=queries, keys=keys))
     if (lens > keys).any():
-        raise ValueError(f"valid_lens {lens.max().item()} is longer than the key axis "
-                         f"({keys} keys; scores have shape ({batch}, {queries}, {keys})); "
-                         f"lengths must lie in 0..{keys}")
+        raise ValueError(_("valid_lens {lens} is longer than the key axis ({keys} keys; scores "
+                           "have shape ({batch}, {queries}, {keys})); lengths must lie in "
+                           "0..{keys}").format(
+            lens=lens.max().item(), keys=keys, batch=batch, queries=queries))
     return lens
 
 
@@ -63,15 +68,17 @@ def sequence_mask(X: torch.Tensor, valid_len, value: float = 0.0) -> torch.Tenso
     X: (batch, steps, ...); valid_len: (batch,). Returns a new tensor (X is not modified).
     """
     if X.dim() < 2:
-        raise ValueError(f"X must have shape (batch, steps, ...), got {tuple(X.shape)}")
+        raise ValueError(_("X must have shape (batch, steps, ...), got {X_shape}").format(
+            X_shape=tuple(X.shape)))
     batch, steps = X.shape[0], X.shape[1]
     lens = _as_length_tensor(valid_len, X.device)
     if lens.dim() != 1 or lens.shape[0] != batch:
-        raise ValueError(f"valid_len has shape {tuple(lens.shape)} but X has shape "
-                         f"{tuple(X.shape)}; pass one length per row, shape ({batch},)")
+        raise ValueError(_("valid_len has shape {lens_shape} but X has shape {X_shape}; pass one "
+                           "length per row, shape ({batch},)").format(
+            lens_shape=tuple(lens.shape), X_shape=tuple(X.shape), batch=batch))
     if (lens < 0).any() or (lens > steps).any():
-        raise ValueError(f"valid_len values {lens.tolist()} must lie in 0..{steps} "
-                         f"(X has {steps} steps along dim 1)")
+        raise ValueError(_("valid_len values {lens} must lie in 0..{steps} (X has {steps} steps "
+                           "along dim 1)").format(lens=lens.tolist(), steps=steps))
     keep = length_mask(lens, steps)                                      # (batch, steps)
     keep = keep.reshape(batch, steps, *([1] * (X.dim() - 2)))
     return X.masked_fill(~keep, value)
@@ -84,7 +91,8 @@ def masked_softmax(X: torch.Tensor, valid_lens=None) -> torch.Tensor:
     attend to and gets all-zero weights.
     """
     if X.dim() != 3:
-        raise ValueError(f"scores must have shape (batch, queries, keys), got {tuple(X.shape)}")
+        raise ValueError(_("scores must have shape (batch, queries, keys), got {X_shape}").format(
+            X_shape=tuple(X.shape)))
     if valid_lens is None:
         return F.softmax(X, dim=-1)
     batch, queries, keys = X.shape

@@ -31,46 +31,53 @@ from torch import nn
 from torch.nn import functional as F
 
 from utils.attention import ScaledDotProductAttention, check_attention_inputs, checked_lengths
+from utils.i18n import _
 from utils.masking import check_valid_lens, length_mask
 
 
 def divisors(n: int) -> list:
     """All positive divisors of n, ascending: the head counts a hidden size allows."""
     if int(n) != n or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n}")
+        raise ValueError(_("n must be a positive integer, got {n}").format(n=n))
     return [d for d in range(1, int(n) + 1) if n % d == 0]
 
 
 def check_num_heads(num_hiddens: int, num_heads: int) -> int:
     """Return the head size num_hiddens // num_heads, or raise if num_heads does not divide."""
     if int(num_hiddens) != num_hiddens or num_hiddens < 1:
-        raise ValueError(f"num_hiddens must be a positive integer, got {num_hiddens}")
+        raise ValueError(_("num_hiddens must be a positive integer, got {num_hiddens}").format(
+            num_hiddens=num_hiddens))
     if int(num_heads) != num_heads or num_heads < 1:
-        raise ValueError(f"num_heads must be a positive integer, got {num_heads}")
+        raise ValueError(_("num_heads must be a positive integer, got {num_heads}").format(
+            num_heads=num_heads))
     if num_hiddens % num_heads:
-        raise ValueError(f"num_heads={num_heads} does not divide num_hiddens={num_hiddens}; "
-                         f"choose one of its divisors: {divisors(num_hiddens)}")
+        raise ValueError(_("num_heads={num_heads} does not divide num_hiddens={num_hiddens}; "
+                           "choose one of its divisors: {divisors}").format(
+            num_heads=num_heads, num_hiddens=num_hiddens,
+            divisors=divisors(num_hiddens)))
     return num_hiddens // num_heads
 
 
 def check_split(X: torch.Tensor, num_heads: int) -> int:
     """Return the head size d for ``split_heads``, or raise unless X is (b, n, h·d)."""
     if X.dim() != 3:
-        raise ValueError(f"split_heads expects (batch, steps, features), got {tuple(X.shape)}; "
-                         f"give it three axes (X[None] for one sequence)")
+        raise ValueError(_("split_heads expects (batch, steps, features), got {X_shape}; give it "
+                           "three axes (X[None] for one sequence)").format(X_shape=tuple(X.shape)))
     return check_num_heads(X.shape[-1], num_heads)
 
 
 def check_merge(X: torch.Tensor, num_heads: int) -> None:
     """Raise unless X is a ``split_heads`` output: (b·h, n, d) or (b, h, n, d) with h=num_heads."""
     if isinstance(num_heads, bool) or int(num_heads) != num_heads or num_heads < 1:
-        raise ValueError(f"num_heads must be a positive integer, got {num_heads}")
+        raise ValueError(_("num_heads must be a positive integer, got {num_heads}").format(
+            num_heads=num_heads))
     if X.dim() == 3 and X.shape[0] % num_heads:
-        raise ValueError(f"first axis {X.shape[0]} is not batch·num_heads for "
-                         f"num_heads={num_heads}; pass the output of split_heads")
+        raise ValueError(_("first axis {X_size} is not batch·num_heads for "
+                           "num_heads={num_heads}; pass the output of split_heads").format(
+            X_size=X.shape[0], num_heads=num_heads))
     if X.dim() not in (3, 4) or (X.dim() == 4 and X.shape[1] != num_heads):
-        raise ValueError(f"merge_heads expects (b·h, n, d) or (b, h, n, d) with h={num_heads}, "
-                         f"got {tuple(X.shape)}")
+        raise ValueError(_("merge_heads expects (b·h, n, d) or (b, h, n, d) with h={num_heads}, "
+                           "got {X_shape}").format(num_heads=num_heads, X_shape=tuple(X.shape)))
 
 
 def split_heads(X: torch.Tensor, num_heads: int, fold: bool = True) -> torch.Tensor:
@@ -108,8 +115,9 @@ def check_sequence_lens(valid_lens, num_keys: int) -> torch.Tensor:
     """One length per sequence, each in 0..num_keys, as a (b,) tensor; else a one-line error."""
     lens = torch.as_tensor(valid_lens)
     if lens.dim() != 1:
-        raise ValueError(f"key_padding_mask takes one length per sequence, shape (batch,), got "
-                         f"{tuple(lens.shape)}; per-query lengths need an attn_mask instead")
+        raise ValueError(_("key_padding_mask takes one length per sequence, shape (batch,), got "
+                           "{lens_shape}; per-query lengths need an attn_mask instead").format(
+            lens_shape=tuple(lens.shape)))
     return check_valid_lens(lens, lens.shape[0], 1, num_keys)[:, 0]       # (b,)
 
 
@@ -143,10 +151,10 @@ def check_multihead_inputs(mha, queries, keys, values, valid_lens=None):
     for name, tensor, layer in (("query", queries, mha.W_q), ("key", keys, mha.W_k),
                                 ("value", values, mha.W_v)):
         if tensor.shape[-1] != layer.in_features:
-            raise ValueError(f"this MultiHeadAttention expects {name} size "
-                             f"{layer.in_features} (last dimension), got "
-                             f"{tensor.shape[-1]}; build it with "
-                             f"{name}_size={tensor.shape[-1]}")
+            raise ValueError(_("this MultiHeadAttention expects {name} size {in_features} (last "
+                               "dimension), got {tensor_size}; build it with "
+                               "{name}_size={tensor_size}").format(
+                name=name, in_features=layer.in_features, tensor_size=tensor.shape[-1]))
     return checked_lengths(valid_lens, queries, keys)                     # None or (b, m)
 
 
@@ -198,9 +206,10 @@ class MultiHeadAttention(nn.Module):
 def check_torch_compatible(mha: MultiHeadAttention) -> None:
     """Raise unless PyTorch's layer can hold our weights (it needs query size == num_hiddens)."""
     if mha.W_q.in_features != mha.num_hiddens:
-        raise ValueError(f"torch.nn.MultiheadAttention needs query size == num_hiddens "
-                         f"({mha.num_hiddens}), this layer has query_size={mha.W_q.in_features}; "
-                         f"build ours without query_size to compare")
+        raise ValueError(_("torch.nn.MultiheadAttention needs query size == num_hiddens "
+                           "({num_hiddens}), this layer has query_size={in_features}; build ours "
+                           "without query_size to compare").format(
+            num_hiddens=mha.num_hiddens, in_features=mha.W_q.in_features))
 
 
 def to_torch_multihead(mha: MultiHeadAttention) -> nn.MultiheadAttention:

@@ -16,6 +16,7 @@ import math
 import torch
 
 from utils.data import Vocab
+from utils.i18n import _
 from utils.language_model import DecoderOnlyLM, filter_logits, next_token_distribution
 from utils.lm_training import encode_prompt
 from utils.validation import check_positive_int
@@ -41,12 +42,13 @@ def next_token_view(model: DecoderOnlyLM, vocab: Vocab, text: str) -> NextTokenV
     long for the model."""
     prompt = encode_prompt(text, vocab)                                    # (1, n)
     if prompt.shape[1] > model.config.max_len:
-        raise ValueError(f"the prompt has {prompt.shape[1] - 1} words; the model reads at most "
-                         f"{model.config.max_len - 1}: shorten it")
+        raise ValueError(_("the prompt has {num_words} words; the model reads at most "
+                           "{most}: shorten it").format(
+            num_words=prompt.shape[1] - 1, most=model.config.max_len - 1))
     was_training = model.training
     model.eval()
     try:
-        logits, _ = model(prompt)                                          # (1, n, V)
+        logits, _state = model(prompt)                                        # (1, n, V)
     finally:
         model.train(was_training)
     last = torch.stack([w[0, :, -1] for w in model.attention_weights])     # (L, h, n)

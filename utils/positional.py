@@ -23,6 +23,7 @@ the results are returned in ``dtype`` (float32 unless asked otherwise).
 import torch
 from torch import nn
 
+from utils.i18n import _
 from utils.validation import check_dropout
 
 DEFAULT_BASE = 10000.0
@@ -31,8 +32,9 @@ DEFAULT_BASE = 10000.0
 def check_encoding_dim(dim) -> int:
     """Return ``dim`` as an int, or raise a one-line ValueError unless it is a positive even int."""
     if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0 or dim % 2:
-        raise ValueError(f"encoding dimension must be a positive even integer (one sin and one "
-                         f"cos column per frequency), got {dim!r}; use e.g. {_even_hint(dim)}")
+        raise ValueError(_("encoding dimension must be a positive even integer (one sin and "
+                           "one cos column per frequency), got {dim!r}; use e.g. "
+                           "{hint}").format(dim=dim, hint=_even_hint(dim)))
     return dim
 
 
@@ -45,8 +47,8 @@ def _even_hint(dim) -> int:
 
 def check_base(base) -> float:
     if isinstance(base, bool) or not isinstance(base, (int, float)) or not base > 1:
-        raise ValueError(f"base must be a number > 1 (the wavelengths grow as base**(2j/d)), "
-                         f"got {base!r}; the usual value is 10000")
+        raise ValueError(_("base must be a number > 1 (the wavelengths grow as base**(2j/d)), "
+                           "got {base!r}; the usual value is 10000").format(base=base))
     return float(base)
 
 
@@ -54,16 +56,17 @@ def check_positions(positions) -> torch.Tensor:
     """Return ``positions`` as a float64 tensor of shape (n,), or raise unless it is 1-D."""
     positions = torch.as_tensor(positions, dtype=torch.float64)
     if positions.dim() != 1:
-        raise ValueError(f"positions must be a 1-D sequence, got shape {tuple(positions.shape)}; "
-                         f"flatten it or pass torch.arange(n)")
+        raise ValueError(_("positions must be a 1-D sequence, got shape {positions_shape}; "
+                           "flatten it or pass torch.arange(n)").format(
+            positions_shape=tuple(positions.shape)))
     return positions
 
 
 def check_num_positions(num_positions) -> int:
     """Return ``num_positions``, or raise unless it is a positive int."""
     if isinstance(num_positions, bool) or not isinstance(num_positions, int) or num_positions < 1:
-        raise ValueError(f"num_positions must be a positive integer, got {num_positions!r}; "
-                         f"pass e.g. num_positions=60")
+        raise ValueError(_("num_positions must be a positive integer, got {num_positions!r}; "
+                           "pass e.g. num_positions=60").format(num_positions=num_positions))
     return num_positions
 
 
@@ -71,8 +74,9 @@ def check_encoding_layer(num_hiddens, dropout, max_len) -> None:
     """The arguments of ``PositionalEncoding``: even width, dropout in [0, 1), max_len >= 1."""
     check_encoding_dim(num_hiddens)
     if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
-        raise ValueError(f"max_len must be a positive integer, got {max_len!r}; "
-                         f"pass at least the longest sequence length, e.g. max_len=1000")
+        raise ValueError(_("max_len must be a positive integer, got {max_len!r}; pass at least "
+                           "the longest sequence length, e.g. max_len=1000").format(
+            max_len=max_len))
     check_dropout(dropout)
 
 
@@ -80,15 +84,17 @@ def check_embeddings(X, num_hiddens: int, max_len: int) -> None:
     """Raise unless X is (batch, steps, num_hiddens) with steps <= max_len."""
     if not isinstance(X, torch.Tensor) or X.dim() != 3:
         shape = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
-        raise ValueError(f"X must have shape (batch, steps, {num_hiddens}), got {shape}; "
-                         f"add a batch axis with X[None]")
+        raise ValueError(_("X must have shape (batch, steps, {num_hiddens}), got {shape}; add a "
+                           "batch axis with X[None]").format(num_hiddens=num_hiddens, shape=shape))
     steps, dim = X.shape[1], X.shape[2]
     if dim != num_hiddens:
-        raise ValueError(f"X has {dim} features but the encoding has num_hiddens="
-                         f"{num_hiddens}; build PositionalEncoding({dim}, ...)")
+        raise ValueError(_("X has {dim} features but the encoding has num_hiddens={num_hiddens}; "
+                           "build PositionalEncoding({dim}, ...)").format(
+            dim=dim, num_hiddens=num_hiddens))
     if steps > max_len:
-        raise ValueError(f"sequence of {steps} steps is longer than max_len={max_len}; "
-                         f"build PositionalEncoding(..., max_len={steps}) or more")
+        raise ValueError(_("sequence of {steps} steps is longer than max_len={max_len}; build "
+                           "PositionalEncoding(..., max_len={steps}) or more").format(
+            steps=steps, max_len=max_len))
 
 
 def sinusoid_frequencies(dim: int, base: float = DEFAULT_BASE) -> torch.Tensor:
@@ -140,8 +146,8 @@ def relative_shift_matrix(delta: float, dim: int, base: float = DEFAULT_BASE,
 def encoding_similarity(table: torch.Tensor) -> torch.Tensor:
     """Dot products between all rows: (n, dim) -> (n, n); entry (i, j) = sum_j cos(w_j (i - j))."""
     if not isinstance(table, torch.Tensor) or table.dim() != 2:
-        raise ValueError("table must be a 2-D tensor (positions, dim), e.g. from "
-                         "positional_encoding_table(n, d)")
+        raise ValueError(_("table must be a 2-D tensor (positions, dim), e.g. from "
+                           "positional_encoding_table(n, d)"))
     return table @ table.T
 
 
@@ -152,17 +158,19 @@ def offset_similarity(offsets, dim: int, base: float = DEFAULT_BASE) -> torch.Te
     """
     offsets = torch.as_tensor(offsets, dtype=torch.float64)
     if offsets.dim() != 1:
-        raise ValueError(f"offsets must be a 1-D sequence, got shape {tuple(offsets.shape)}")
+        raise ValueError(_("offsets must be a 1-D sequence, got shape {offsets_shape}").format(
+            offsets_shape=tuple(offsets.shape)))
     return torch.cos(offsets[:, None] * sinusoid_frequencies(dim, base)[None, :]).sum(1)
 
 
 def binary_table(num_positions: int, bits: int) -> torch.Tensor:
     """Binary digits of 0 .. num_positions - 1, least significant bit last: (num_positions, bits)."""
     if not isinstance(bits, int) or bits < 1:
-        raise ValueError(f"bits must be a positive integer, got {bits!r}")
+        raise ValueError(_("bits must be a positive integer, got {bits!r}").format(bits=bits))
     if not isinstance(num_positions, int) or not 1 <= num_positions <= 2 ** bits:
-        raise ValueError(f"num_positions must lie in 1..{2 ** bits} to fit in {bits} bits, "
-                         f"got {num_positions!r}; use more bits")
+        raise ValueError(_("num_positions must lie in 1..{most} to fit in {bits} bits, got "
+                           "{num_positions!r}; use more bits").format(
+            most=2 ** bits, bits=bits, num_positions=num_positions))
     numbers = torch.arange(num_positions)[:, None]                    # (n, 1)
     weights = 2 ** torch.arange(bits - 1, -1, -1)[None, :]            # (1, bits)
     return ((numbers // weights) % 2).to(torch.float32)

@@ -32,6 +32,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from utils.attention import AdditiveAttention
 from utils.data import Vocab
+from utils.i18n import _
 from utils.model_cache import settings_key, train_or_load
 from utils.training import (EncoderDecoder, TranslationConfig, train_seq2seq, training_data,
                             training_vocabs)
@@ -154,7 +155,7 @@ class Seq2SeqAttentionDecoder(nn.Module):
     def attention_weights(self) -> torch.Tensor:
         """(batch, tgt_steps, src_steps): the weights of every step of the last call."""
         if not self._step_weights:
-            raise RuntimeError("no attention weights yet: call the decoder first")
+            raise RuntimeError(_("no attention weights yet: call the decoder first"))
         return torch.cat(self._step_weights, dim=1)
 
 
@@ -199,7 +200,7 @@ class ReadFirstAttentionDecoder(nn.Module):
     def attention_weights(self) -> torch.Tensor:
         """(batch, tgt_steps, src_steps): the weights of every step of the last call."""
         if self.attention.attention_weights is None:
-            raise RuntimeError("no attention weights yet: call the decoder first")
+            raise RuntimeError(_("no attention weights yet: call the decoder first"))
         return self.attention.attention_weights
 
 
@@ -247,7 +248,7 @@ class SummaryDecoder(Seq2SeqDecoder):
     def init_state(self, enc_outputs, enc_valid_len):
         """(context (b, h), initial state (layers, b, h)) from the annotations (b, steps, 2h)."""
         if enc_valid_len is None:
-            raise ValueError("SummaryDecoder needs enc_valid_len (the source lengths)")
+            raise ValueError(_("SummaryDecoder needs enc_valid_len (the source lengths)"))
         annotations, hidden_state = enc_outputs
         h = annotations.shape[-1] // 2
         rows = torch.arange(annotations.shape[0], device=annotations.device)
@@ -289,15 +290,18 @@ class BahdanauConfig(TranslationConfig):
         check_flag("attention", self.attention)
         if not (isinstance(self.guided_alignment, (int, float))
                 and not isinstance(self.guided_alignment, bool) and self.guided_alignment >= 0):
-            raise ValueError(f"guided_alignment must be a number >= 0 (0: no guidance), "
-                             f"got {self.guided_alignment!r}")
+            raise ValueError(_("guided_alignment must be a number >= 0 (0: no guidance), got "
+                               "{guided_alignment!r}").format(
+                guided_alignment=self.guided_alignment))
         if self.guided_alignment and not self.attention:
-            raise ValueError("guided_alignment needs attention to guide: set attention=True or "
-                             "guided_alignment=0")
+            raise ValueError(_("guided_alignment needs attention to guide: set attention=True or "
+                               "guided_alignment=0"))
         for name, choices in (("encoder", ENCODERS), ("decoder", DECODERS)):
             if getattr(self, name) not in choices:
-                raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, "
-                                 f"got {getattr(self, name)!r}")
+                raise ValueError(_("{name} must be one of {choices}, got "
+                                   "{value!r}").format(
+                    name=name, choices=', '.join(map(repr, choices)),
+                    value=getattr(self, name)))
 
 
 # The lesson's models: all training pairs of the shared file, wider and trained briefly

@@ -44,6 +44,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from utils.data import BOS, EOS, PAD, Vocab, pairs_loader, read_pairs, tokenize, tokenize_pairs
+from utils.i18n import _
 from utils.masking import length_mask
 from utils.validation import check_dropout, check_flag, check_positive, check_positive_int
 
@@ -130,8 +131,9 @@ def masked_cross_entropy(logits: torch.Tensor, labels: torch.Tensor,
     logits (batch, steps, vocab), labels (batch, steps), valid_len (batch,) -> (batch, steps).
     """
     if logits.shape[:2] != labels.shape:
-        raise ValueError(f"logits {tuple(logits.shape)} and labels {tuple(labels.shape)} must "
-                         f"share (batch, steps)")
+        raise ValueError(_("logits {logits_shape} and labels {labels_shape} must share (batch, "
+                           "steps)").format(
+            logits_shape=tuple(logits.shape), labels_shape=tuple(labels.shape)))
     token_losses = F.cross_entropy(logits.transpose(1, 2), labels.long(),
                                    reduction="none")                       # (batch, steps)
     return token_losses * length_mask(valid_len.to(labels.device), labels.shape[1])
@@ -306,21 +308,23 @@ def encode_source(sentence: str, src_vocab: Vocab, num_steps: int, truncate: boo
 
     check_positive_int("num_steps", num_steps, minimum=2)
     if not isinstance(sentence, str):
-        raise ValueError(f"sentence must be a str, got {type(sentence).__name__}")
+        raise ValueError(_("sentence must be a str, got {sentence_type}").format(
+            sentence_type=type(sentence).__name__))
     words = tokenize(preprocess(sentence))
     if not words:
-        raise ValueError("the sentence is empty; type an English sentence such as \"i'm home .\"")
+        raise ValueError(_('the sentence is empty; type an English sentence such as "i\'m home ."'))
     unknown = [w for w in words if w not in src_vocab.token_to_idx]
     if len(unknown) == len(words):
-        raise ValueError(f"none of the words {words} is in the source vocabulary "
-                         f"({len(src_vocab)} tokens); use words from the training pairs, "
-                         f"e.g. \"i'm home .\"")
+        raise ValueError(_("none of the words {words} is in the source vocabulary "
+                           "({num_src_vocab} tokens); use words from the training pairs, e.g. "
+                           '"i\'m home ."').format(words=words, num_src_vocab=len(src_vocab)))
     room = num_steps - 1                                      # one position for <eos>
     dropped = words[room:]
     if dropped and not truncate:
-        raise ValueError(f"the sentence has {len(words)} words but num_steps={num_steps} leaves "
-                         f"room for {room} (+ <eos>); shorten it, pass truncate=True, or train "
-                         f"with a larger num_steps")
+        raise ValueError(_("the sentence has {num_words} words but num_steps={num_steps} leaves "
+                           "room for {room} (+ <eos>); shorten it, pass truncate=True, or train "
+                           "with a larger num_steps").format(
+            num_words=len(words), num_steps=num_steps, room=room))
     words = words[:room]
     indices = src_vocab[words] + [src_vocab[EOS]]
     valid_len = torch.tensor([len(indices)])

@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 from utils.data import BOS, EOS
+from utils.i18n import _
 from utils.model_cache import train_or_load
 from utils.multihead import MultiHeadAttention, check_num_heads
 from utils.positional import PositionalEncoding
@@ -56,15 +57,18 @@ def check_ffn_sizes(ffn_num_input, ffn_num_hiddens, ffn_num_outputs) -> None:
 def check_features(X: torch.Tensor, expected: int, layer: str, argument: str) -> None:
     """Raise a one-line ValueError unless X's last axis has ``expected`` features."""
     if X.shape[-1] != expected:
-        raise ValueError(f"this {layer} expects {expected} input features (last axis), got "
-                         f"{tuple(X.shape)}; build it with {argument}={X.shape[-1]}")
+        raise ValueError(_("this {layer} expects {expected} input features (last axis), got "
+                           "{X_shape}; build it with {argument}={X_size}").format(
+            layer=layer, expected=expected, X_shape=tuple(X.shape), argument=argument,
+            X_size=X.shape[-1]))
 
 
 def check_same_shape(X: torch.Tensor, Y: torch.Tensor) -> None:
     """Raise a one-line ValueError unless a sublayer's input X and output Y can be added."""
     if X.shape != Y.shape:
-        raise ValueError(f"AddNorm adds X and Y, so they need one shape; got {tuple(X.shape)} "
-                         f"and {tuple(Y.shape)} (Y must be the sublayer's output for X)")
+        raise ValueError(_("AddNorm adds X and Y, so they need one shape; got {X_shape} and "
+                           "{Y_shape} (Y must be the sublayer's output for X)").format(
+            X_shape=tuple(X.shape), Y_shape=tuple(Y.shape)))
 
 
 class PositionWiseFFN(nn.Module):
@@ -228,9 +232,9 @@ class TransformerDecoder(nn.Module):
         seen = 0 if state[2][0] is None else state[2][0].shape[1]      # tokens decoded so far
         steps = X.shape[1]
         if seen + steps > self.pos_encoding.max_len:
-            raise ValueError(f"decoding position {seen + steps} is past max_len="
-                             f"{self.pos_encoding.max_len}; build the decoder with a larger "
-                             f"max_len or decode fewer steps")
+            raise ValueError(_("decoding position {position} is past max_len={max_len}; build "
+                               "the decoder with a larger max_len or decode fewer steps").format(
+                position=seen + steps, max_len=self.pos_encoding.max_len))
         X = self.embedding(X) * math.sqrt(self.num_hiddens)           # (b, n, d)
         X = self.pos_encoding.dropout(X + self.pos_encoding.P[:, seen:seen + steps].to(X.dtype))
         for i, blk in enumerate(self.blks):
@@ -250,13 +254,15 @@ def check_token_batch(X, vocab_size: int, side: str) -> None:
     """Raise a one-line ValueError unless X is a (batch, steps) tensor of indices < vocab_size."""
     if not isinstance(X, torch.Tensor) or X.dim() != 2 or X.is_floating_point():
         shape = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
-        raise ValueError(f"{side} tokens must be an integer tensor (batch, steps), got {shape}; "
-                         f"add a batch axis with tokens[None]")
+        raise ValueError(_("{side} tokens must be an integer tensor (batch, steps), got {shape}; "
+                           "add a batch axis with tokens[None]").format(side=side, shape=shape))
     if X.shape[1] == 0:
-        raise ValueError(f"{side} has 0 steps; pass at least one token (e.g. <eos>)")
+        raise ValueError(_("{side} has 0 steps; pass at least one token (e.g. <eos>)").format(
+            side=side))
     if X.numel() and (X.min() < 0 or X.max() >= vocab_size):
-        raise ValueError(f"{side} token index {int(X.max())} is outside the vocabulary of "
-                         f"{vocab_size}; build the model with the vocabulary of this data")
+        raise ValueError(_("{side} token index {index} is outside the vocabulary of {vocab_size}; "
+                           "build the model with the vocabulary of this data").format(
+            side=side, index=int(X.max()), vocab_size=vocab_size))
 
 
 class Transformer(EncoderDecoder):
