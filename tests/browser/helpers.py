@@ -3,7 +3,7 @@
 Every browser test of a lesson uses the same few steps::
 
     open_notebook(page, jupyter_lab.base_url, "chapters/02_attention_pooling/lesson.ipynb")
-    run_all_cells(page)
+    run_all_cells(page)            # or run_cells(page, [snippets of the cells the explorer needs])
     slider = find_slider(page, "bandwidth")
     readout = page.locator(".pooling-readout")      # a widget given a CSS class with add_class
     old = readout.inner_text()
@@ -196,6 +196,84 @@ def run_all_cells(page: Page, timeout_ms: int = 120_000) -> None:
         raise AssertionError(f"Run All Cells did not finish within {timeout_ms / 1000:.0f} s") from None
     if result["errors"]:
         raise AssertionError(f"a cell raised during Run All Cells: {'; '.join(result['errors'])}")
+    _wait_for_idle_kernel(page, timeout_ms)
+
+
+# Runs in the page: the indices of the code cells whose source contains each snippet.
+_CELLS_CONTAINING_JS = """
+(snippets) => {
+  const app = window.jupyterapp;
+  const notebook = app && app.shell.currentWidget && app.shell.currentWidget.content;
+  if (!notebook || !notebook.widgets) return null;
+  const code = notebook.widgets.map((cell, index) => [cell, index])
+                               .filter(([cell]) => cell.model.type === 'code');
+  return snippets.map(snippet => code.filter(([cell]) => cell.model.sharedModel.getSource()
+                                                             .includes(snippet))
+                                     .map(([, index]) => index));
+}
+"""
+
+# Runs in the page: run the cells at ``indices`` one after another with JupyterLab's own
+# "Run Selected Cell" command (each waits for the one before), stopping at the first cell that
+# raises. Progress is kept in window.__coursePartialRun; the call returns at once.
+_RUN_CELLS_JS = """
+(indices) => {
+  const app = window.jupyterapp;
+  const notebook = app.shell.currentWidget.content;
+  const state = {done: false, errors: [], ran: []};
+  window.__coursePartialRun = state;
+  (async () => {
+    for (const index of indices) {
+      notebook.activeCellIndex = index;
+      notebook.deselectAll();
+      await app.commands.execute('notebook:run-cell');
+      const cell = notebook.widgets[index];
+      for (const output of cell.model.outputs.toJSON()) {
+        if (output.output_type === 'error') state.errors.push(`${output.ename}: ${output.evalue}`);
+      }
+      if (cell.model.executionCount !== null) state.ran.push(index);
+      if (state.errors.length) break;
+    }
+  })().catch(error => state.errors.push(`the run stopped: ${error}`))
+      .finally(() => { state.done = true; });
+}
+"""
+
+
+def run_cells(page: Page, snippets: list[str], timeout_ms: int = 120_000) -> None:
+    """Clear all outputs, then run only the code cells that contain the given snippets (each
+    snippet must occur in exactly one code cell), in notebook order, as a student would with
+    Run > Run Selected Cell; wait until they have run and the kernel is idle.
+
+    For lessons whose explorer needs a few of the cells only: the others (held-out scores,
+    benchmarks) are what strict nbval runs anyway. Raises LookupError if a snippet matches no
+    code cell or several, AssertionError naming the exception if a cell raised one or a cell
+    did not run. The notebook is never saved (the harness turns autosave off).
+    """
+    if not snippets or any(not isinstance(s, str) or not s.strip() for s in snippets):
+        raise ValueError(f"snippets must be a non-empty list of non-blank strings, got {snippets!r}")
+    matches = page.evaluate(_CELLS_CONTAINING_JS, list(snippets))
+    if matches is None:
+        raise AssertionError("no notebook is shown: call open_notebook first")
+    for snippet, indices in zip(snippets, matches):
+        if len(indices) != 1:
+            raise LookupError(f"{len(indices)} code cells contain {snippet!r} (cells {indices}); "
+                              f"pass a snippet found in exactly one code cell")
+    indices = sorted({found[0] for found in matches})
+    _click_menu(page, "Edit", "Clear Outputs of All Cells")
+    page.evaluate(_RUN_CELLS_JS, indices)
+    try:
+        state = page.wait_for_function(
+            "() => window.__coursePartialRun && window.__coursePartialRun.done"
+            " ? window.__coursePartialRun : null", timeout=timeout_ms, polling=100).json_value()
+    except PlaywrightTimeoutError:
+        raise AssertionError(f"the cells {indices} did not finish within {timeout_ms / 1000:.0f} s"
+                             ) from None
+    if state["errors"]:
+        raise AssertionError(f"a cell raised while running cells {indices}: "
+                             f"{'; '.join(state['errors'])}")
+    if state["ran"] != indices:
+        raise AssertionError(f"cells {indices} were to run, these did: {state['ran']}")
     _wait_for_idle_kernel(page, timeout_ms)
 
 

@@ -9,6 +9,7 @@ model -> kernel -> widget model -> page.
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 
 import nbformat
@@ -16,7 +17,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_all_cells,
-                                   save_screenshot, set_slider_by_readout, slider_value,
+                                   run_cells, save_screenshot, set_slider_by_readout, slider_value,
                                    wait_for_text_change)
 from tests.conftest import ARTIFACTS, REPO
 
@@ -146,3 +147,32 @@ def test_run_all_cells_skips_empty_cells_and_reports_errors(jupyter_lab, browser
     expect(page.locator(".jp-NotebookPanel")).to_have_count(1)
     with pytest.raises(AssertionError, match="ValueError: probe failure in a cell"):
         run_all_cells(page)
+
+
+@pytest.mark.browser
+def test_run_cells_runs_only_the_cells_named_and_reports_errors(jupyter_lab, browser_page,
+                                                                 artifacts_dir):
+    page = browser_page
+    partial = _write_notebook(artifacts_dir / "partial_run.ipynb",
+                              ["x = 6", "raise ValueError('a cell not named')", "x = x * 7",
+                               "print('answer', x)", "print('same text')", "print('same text')",
+                               "raise ValueError('probe failure in a named cell')",
+                               "print('after the failure')"])
+    open_notebook(page, jupyter_lab.base_url, partial)
+    with pytest.raises(LookupError, match="0 code cells contain 'no such code'"):
+        run_cells(page, ["x = 6", "no such code"])
+    with pytest.raises(LookupError, match="2 code cells contain 'same text'"):
+        run_cells(page, ["same text"])
+    with pytest.raises(ValueError, match="non-empty list"):
+        run_cells(page, [])
+    # Given out of order, run in notebook order; the cell that raises is not among them.
+    run_cells(page, ["print('answer'", "x = 6", "x * 7"])
+    expect(page.locator(".jp-OutputArea-output")).to_have_text("answer 42")
+    prompts = page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
+    assert [bool(re.search(r"\d", p)) for p in prompts] == [True, False, True, True, False,
+                                                              False, False, False], prompts
+
+    with pytest.raises(AssertionError, match="ValueError: probe failure in a named cell"):
+        run_cells(page, ["x = 6", "probe failure", "after the failure"])
+    # The cell after the one that raised never ran.
+    expect(page.locator(".jp-OutputArea-output", has_text="after the failure")).to_have_count(0)

@@ -1,5 +1,12 @@
-"""Lesson 2 in a real browser: run it, move the kernel-width and training-size sliders, watch
-the explorer's readout (test MSE, n) change, with no console errors."""
+"""Lesson 2 in a real browser: open it, run the cells its explorer needs, move the kernel-width and
+training-size sliders, watch the explorer's readout (test MSE, n) change, with no console
+errors.
+
+Only the cells the explorer needs run (the set-up and the explorer): the rest of the lesson
+(kernel regression, training the parametric model) runs under strict nbval in both lanes of
+`make test`, and its committed outputs are rendered here when the notebook opens, so the console
+check still sees them.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +15,12 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_all_cells,
+from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_cells,
                                    save_screenshot, set_slider_by_readout, wait_for_text_change)
 
 LESSON = "chapters/02_attention_pooling/lesson.ipynb"
+# The cells the explorer needs, each named by a snippet of its code.
+EXPLORER_CELLS = ['set_language("en")', "explorer = AttentionPoolingExplorer("]
 
 
 def _wait_for_idle_kernel(page, timeout_ms: int = 10_000) -> None:
@@ -31,7 +40,7 @@ def test_kernel_width_slider_updates_the_readout(jupyter_lab, browser_page, cons
                                                  artifacts_dir):
     page = browser_page
     open_notebook(page, jupyter_lab.base_url, LESSON)
-    run_all_cells(page)
+    run_cells(page, EXPLORER_CELLS)
 
     readout = page.locator(".explorer-readout")
     expect(readout).to_have_count(1)

@@ -1,4 +1,11 @@
-"""Lesson 3 in a real browser: run it, move the valid-length sliders, see the readouts change."""
+"""Lesson 3 in a real browser: open it, run the cells its explorers need, move the valid-length
+sliders, see the readouts change.
+
+Only the cells the explorers need run (the set-up and the two explorers): the rest of the lesson
+(scoring functions, saturation and training demos) runs under strict nbval in both lanes of
+`make test`, and its committed outputs are rendered here when the notebook opens, so the console
+check still sees them.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +14,13 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_all_cells,
+from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_cells,
                                    save_screenshot, set_slider_by_readout, slider_value,
                                    wait_for_text_change)
 
 LESSON = "chapters/03_scoring_functions/lesson.ipynb"
+# The cells the explorer needs, each named by a snippet of its code.
+EXPLORER_CELLS = ['set_language("en")', "mask_explorer = MaskExplorer(", "scale_explorer = ScaleExplorer("]
 
 
 def _lengths_in(text: str) -> list[int]:
@@ -26,7 +35,7 @@ def test_lesson_03_sliders_drive_both_explorers(jupyter_lab, browser_page, conso
                                                 artifacts_dir):
     page = browser_page
     open_notebook(page, jupyter_lab.base_url, LESSON)
-    run_all_cells(page)
+    run_cells(page, EXPLORER_CELLS)
 
     mask_readout = page.locator(".explorer-readout", has_text="valid lengths")
     scale_readout = page.locator(".explorer-readout", has_text="mean entropy")

@@ -1,8 +1,11 @@
-"""Lesson 4 in a real browser: run it, type sentences into the alignment explorer, move the slider.
+"""Lesson 4 in a real browser: open it, run the cells the alignment explorer needs, type
+sentences into the explorer, move the slider.
 
-The lesson loads its trained model from the user cache when an earlier run (e.g. the nbval run
-of the lesson) left one with the same settings; otherwise Run All trains it (about a minute on
-two idle cores), hence the long timeout.
+Only those cells run (the set-up, the models the explorer uses, the explorer): the rest of the
+lesson (held-out scores, alignment tables) runs under strict nbval in both lanes of
+`make test`, and its committed outputs are rendered here when the notebook opens, so the
+console check still sees them. The models load from ``assets/models``; a missing one would be
+trained, hence the long timeout.
 """
 
 from __future__ import annotations
@@ -12,11 +15,17 @@ import re
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_all_cells,
+from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_cells,
                                    save_screenshot, slider_value)
 
 LESSON = "chapters/04_bahdanau_attention/lesson.ipynb"
-RUN_ALL_TIMEOUT_MS = 600_000
+RUN_TIMEOUT_MS = 600_000
+# The cells the explorer needs, each named by a snippet of its code: the set-up (language,
+# seed), the book's settings and main model (whose cell imports train_or_load_bahdanau), the
+# held-out split's cell (imports training_pairs), the guided model, the explorer.
+EXPLORER_CELLS = ['set_language("en")', "config = BahdanauConfig()",
+                  "= train_or_load_bahdanau(config)", "held = heldout_pairs()",
+                  "train_or_load_bahdanau(LESSON_ALIGNED", "explorer = AlignmentExplorer("]
 
 
 def find_text_box(page: Page, description: str) -> Locator:
@@ -47,7 +56,7 @@ def type_sentence(page: Page, box: Locator, sentence: str) -> None:
 def test_lesson_04_alignment_explorer(jupyter_lab, browser_page, console_errors, artifacts_dir):
     page = browser_page
     open_notebook(page, jupyter_lab.base_url, LESSON)
-    run_all_cells(page, timeout_ms=RUN_ALL_TIMEOUT_MS)
+    run_cells(page, EXPLORER_CELLS, timeout_ms=RUN_TIMEOUT_MS)
 
     readout = page.locator(".explorer-readout")
     expect(readout).to_have_count(1)

@@ -1,5 +1,11 @@
-"""Lesson 5 in a real browser: run it, change the number of heads and the valid length, see the
-readout and the per-head picture change."""
+"""Lesson 5 in a real browser: open it, run the cells its explorer needs, change the number of
+heads and the valid length, see the readout and the per-head picture change.
+
+Only the cells the explorer needs run (the set-up and the explorer): the rest of the lesson
+(costs, timings, PyTorch parity) runs under strict nbval in both lanes of `make test`, and its
+committed outputs are rendered here when the notebook opens, so the console check still sees
+them.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +14,13 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_all_cells,
+from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_cells,
                                    save_screenshot, set_slider_by_readout, slider_value,
                                    wait_for_text_change)
 
 LESSON = "chapters/05_multihead_attention/lesson.ipynb"
+# The cells the explorer needs, each named by a snippet of its code.
+EXPLORER_CELLS = ['set_language("en")', "heads_explorer = HeadsExplorer("]
 
 
 def _looks_at(text: str) -> list[int]:
@@ -27,7 +35,7 @@ def test_lesson_05_heads_slider_changes_the_panels(jupyter_lab, browser_page, co
                                                    artifacts_dir):
     page = browser_page
     open_notebook(page, jupyter_lab.base_url, LESSON)
-    run_all_cells(page)
+    run_cells(page, EXPLORER_CELLS)
 
     readout = page.locator(".explorer-readout", has_text="heads:")
     expect(readout).to_have_count(1)

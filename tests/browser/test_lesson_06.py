@@ -1,4 +1,11 @@
-"""Lesson 6 in a real browser: run it, move the encoding-dimension slider, see readout and picture change."""
+"""Lesson 6 in a real browser: open it, run the cells its explorer needs, move the
+encoding-dimension slider, see readout and picture change.
+
+Only the cells the explorer needs run (the set-up and the explorer): the rest of the lesson
+(costs, timings, the encoding's properties) runs under strict nbval in both lanes of
+`make test`, and its committed outputs are rendered here when the notebook opens, so the console
+check still sees them.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +14,13 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_all_cells,
+from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_cells,
                                    save_screenshot, set_slider_by_readout, slider_value,
                                    wait_for_text_change)
 
 LESSON = "chapters/06_self_attention_positional_encoding/lesson.ipynb"
+# The cells the explorer needs, each named by a snippet of its code.
+EXPLORER_CELLS = ['set_language("en")', "explorer = PositionalEncodingExplorer("]
 
 
 def _dimension_in(text: str) -> int:
@@ -26,7 +35,7 @@ def test_lesson_06_dimension_slider_redraws_the_encoding(jupyter_lab, browser_pa
                                                          artifacts_dir):
     page = browser_page
     open_notebook(page, jupyter_lab.base_url, LESSON)
-    run_all_cells(page)
+    run_cells(page, EXPLORER_CELLS)
 
     readout = page.locator(".explorer-readout", has_text="similarity depends only on")
     expect(readout).to_have_count(1)

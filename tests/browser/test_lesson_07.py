@@ -1,24 +1,37 @@
-"""Lesson 7 in a real browser: change layer, head, attention kind and sentence; toggle the mask."""
+"""Lesson 7 in a real browser: open it, run the cells its two explorers need; change layer,
+head, attention kind and sentence; toggle the mask.
+
+Only those cells run: the rest of the lesson (attention maps, alignment scores) runs under
+strict nbval in both lanes of `make test`, and its committed outputs are rendered here when the
+notebook opens, so the console check still sees them.
+"""
 
 from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_all_cells,
+from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_cells,
                                    save_screenshot, set_slider_by_readout, slider_value,
                                    wait_for_idle_kernel, wait_for_text_change)
 
 LESSON = "chapters/07_transformer/lesson.ipynb"
+# The cells the explorers need, each named by a snippet of its code: the set-up (language, seed),
+# the book's settings (whose cell imports train_or_load_transformer), the lesson's models, the
+# attention explorer, the causal-mask demo.
+EXPLORER_CELLS = ['set_language("en")', "= train_or_load_transformer(config)",
+                  "= train_or_load_transformer(LESSON_TRANSFORMER",
+                  "attention_explorer = TransformerAttentionExplorer(",
+                  "mask_explorer = CausalMaskExplorer("]
 
 
 @pytest.mark.browser
 def test_lesson_07_explorers_respond(jupyter_lab, browser_page, console_errors, artifacts_dir):
     page = browser_page
     open_notebook(page, jupyter_lab.base_url, LESSON)
-    # The models come from the model cache (the lesson was executed before); a cold cache
-    # trains them, which takes minutes on a busy machine.
-    run_all_cells(page, timeout_ms=900_000)
+    # The models come from assets/models and the model cache; a cold cache trains the
+    # causal-mask demo's runs, which takes minutes on a busy machine.
+    run_cells(page, EXPLORER_CELLS, timeout_ms=900_000)
 
     # The attention explorer comes first in the lesson, the causal-mask demo second. (Located by
     # position, not by text: an error message replaces the attention readout's usual text.)

@@ -1,5 +1,11 @@
-"""Lesson 8 in a real browser: run it, move the sampling sliders, type a prompt, scrub the
-induction run's checkpoints; each change shows in the readout and the picture."""
+"""Lesson 8 in a real browser: open it, run the cells its explorers need, move the sampling
+sliders, type a prompt, scrub the induction run's checkpoints; each change shows in the readout
+and the picture.
+
+Only those cells run: the rest of the lesson (the key/value cache's timings, costs) runs under
+strict nbval in both lanes of `make test`, and its committed outputs are rendered here when the
+notebook opens, so the console check still sees them.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +14,20 @@ import re
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_all_cells,
+from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_cells,
                                    save_screenshot, set_slider_by_readout, slider_value,
                                    wait_for_text_change)
 
 LESSON = "chapters/08_language_model/lesson.ipynb"
+# The cells the explorers need, each named by a snippet of its code: the set-up (language, seed,
+# Vocab), the data (whose cell imports LESSON_LM), the language model, the sampling explorer,
+# the induction run's import, the run, its explorer.
+EXPLORER_CELLS = ['set_language("en")', "sentences = lm_sentences(LESSON_LM)",
+                  "= train_or_load_language_model(LESSON_LM)",
+                  "sampling_explorer = SamplingExplorer(",
+                  "from utils.induction import LESSON_INDUCTION",
+                  "= train_or_load_induction(LESSON_INDUCTION)",
+                  "induction_explorer = InductionExplorer("]
 
 
 def prompt_box(page: Page) -> Locator:
@@ -33,7 +48,7 @@ def kept(text: str) -> int:
 def test_lesson_08_explorers_respond(jupyter_lab, browser_page, console_errors, artifacts_dir):
     page = browser_page
     open_notebook(page, jupyter_lab.base_url, LESSON)
-    run_all_cells(page, timeout_ms=300_000)
+    run_cells(page, EXPLORER_CELLS, timeout_ms=300_000)
 
     sampling = page.locator(".explorer-readout", has_text="read:")
     expect(sampling).to_have_count(1)
