@@ -24,34 +24,40 @@ import time
 
 import torch
 
+from utils.i18n import _
+
 LAYERS = ("cnn", "gru", "self-attention")
 
 
 def _count(name: str, value) -> int:
     """``value`` as an int, or a one-line ValueError unless it is a positive integer."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}; pass e.g. {name}=1")
+        raise ValueError(_("{name} must be a positive integer, got {value!r}; pass e.g. "
+                           "{name}=1").format(name=name, value=value))
     return value
 
 
 def _flag(name: str, value) -> bool:
     """``value`` if it is a bool, else a one-line ValueError."""
     if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
+        raise ValueError(_("{name} must be True or False, got {value!r}").format(
+            name=name, value=value))
     return value
 
 
 def _kernel(kernel_size) -> int:
     _count("kernel_size", kernel_size)
     if kernel_size < 3 or kernel_size % 2 == 0:
-        raise ValueError(f"kernel_size must be odd and at least 3 (a 'same' convolution that "
-                         f"reaches its neighbours), got {kernel_size!r}; use e.g. 3")
+        raise ValueError(_("kernel_size must be odd and at least 3 (a 'same' convolution that "
+                           "reaches its neighbours), got {kernel_size!r}; use e.g. 3").format(
+            kernel_size=kernel_size))
     return kernel_size
 
 
 def _layer(layer) -> str:
     if layer not in LAYERS:
-        raise ValueError(f"unknown layer {layer!r}; choose one of {', '.join(LAYERS)}")
+        raise ValueError(_("unknown layer {layer!r}; choose one of {choices}").format(
+            layer=layer, choices=', '.join(LAYERS)))
     return layer
 
 
@@ -65,7 +71,8 @@ def multihead_attention_flops(batch: int, num_queries: int, num_keys: int, num_h
     b, m, n = _count("batch", batch), _count("num_queries", num_queries), _count("num_keys", num_keys)
     D, h = _count("num_hiddens", num_hiddens), _count("num_heads", num_heads)
     if D % h:
-        raise ValueError(f"num_heads={h} does not divide num_hiddens={D}; choose a divisor of {D}")
+        raise ValueError(_("num_heads={h} does not divide num_hiddens={D}; choose a divisor of "
+                           "{D}").format(h=h, D=D))
     projections = 2 * b * (2 * m + 2 * n) * D * D
     attention = 2 * 2 * b * m * n * D                     # h heads x 2·b·m·n·(D/h), twice
     return projections + attention
@@ -201,8 +208,8 @@ def median_times(fns: dict, repeats: int = 5, threads: int = 1) -> dict:
     _count("repeats", repeats)
     _count("threads", threads)
     if not isinstance(fns, dict) or not fns or not all(callable(f) for f in fns.values()):
-        raise ValueError("fns must be a non-empty dict of name -> function to time; "
-                         "pass e.g. {'cached': lambda: ...}")
+        raise ValueError(_("fns must be a non-empty dict of name -> function to time; pass e.g. "
+                           "{'cached': lambda: ...}"))
     saved = torch.get_num_threads()
     torch.set_num_threads(threads)
     times = {name: [] for name in fns}
@@ -210,7 +217,7 @@ def median_times(fns: dict, repeats: int = 5, threads: int = 1) -> dict:
         with torch.no_grad():
             for fn in fns.values():
                 fn()                                      # warm-up
-            for _ in range(repeats):
+            for _repeat in range(repeats):
                 for name, fn in fns.items():
                     start = time.perf_counter()
                     fn()
@@ -240,8 +247,8 @@ def count_operators(fn) -> dict:
     {"total": n, "by_name": {aten op name: count}}. The same code gives the same counts on any
     machine: what a step's fixed cost is made of, counted instead of timed."""
     if not callable(fn):
-        raise ValueError(f"fn must be a function to run, got {type(fn).__name__}; "
-                         f"pass e.g. lambda: model(tokens)")
+        raise ValueError(_("fn must be a function to run, got {fn_type}; pass e.g. lambda: "
+                           "model(tokens)").format(fn_type=type(fn).__name__))
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class _Counter(TorchDispatchMode):

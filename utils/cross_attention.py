@@ -17,6 +17,7 @@ import torch
 
 from utils.alignment import AlignmentScore, score_maps
 from utils.data import BOS
+from utils.i18n import _
 from utils.training import encode_source, model_device
 
 MEAN = "mean"          # the "head" of a layer's row that averages its heads' maps
@@ -28,7 +29,8 @@ def _words(name: str, text) -> list:
         return text.split()
     if isinstance(text, (list, tuple)) and all(isinstance(token, str) for token in text):
         return list(text)
-    raise ValueError(f"{name} must be a str or a list of str tokens, got {type(text).__name__}")
+    raise ValueError(_("{name} must be a str or a list of str tokens, got {text_type}").format(
+        name=name, text_type=type(text).__name__))
 
 
 @torch.no_grad()
@@ -46,12 +48,14 @@ def teacher_forced_cross_attention(model, source, target, src_vocab, tgt_vocab,
     english = _words("source", source)
     words = _words("target", target)
     if not words or len(words) + 1 > num_steps:
-        raise ValueError(f"the target must have 1 to {num_steps - 1} words, got {len(words)}; "
-                         f"pass a reference translation such as \"il est calme .\"")
-    X, valid_len, source_tokens, *_ = encode_source(" ".join(english), src_vocab, num_steps)
+        raise ValueError(_("the target must have 1 to {num_steps} words, got {num_words}; pass a "
+                           'reference translation such as "il est calme ."').format(
+            num_steps=num_steps - 1, num_words=len(words)))
+    X, valid_len, source_tokens, *_rest = encode_source(" ".join(english), src_vocab, num_steps)
     if len(source_tokens) != len(english) + 1:
-        raise ValueError(f"the source {english} was tokenized as {source_tokens[:-1]}; pass it "
-                         f"preprocessed (utils.data.preprocess), one token per word")
+        raise ValueError(_("the source {english} was tokenized as {source_tokens}; pass it "
+                           "preprocessed (utils.data.preprocess), one token per word").format(
+            english=english, source_tokens=source_tokens[:-1]))
     device = model_device(model)
     X, valid_len = X.to(device), valid_len.to(device)                           # (1, s), (1,)
     was_training = model.training
@@ -102,7 +106,7 @@ def score_heads(model, src_vocab, tgt_vocab, gold_pairs, num_steps: int,
     """
     gold_pairs = list(gold_pairs)
     if not gold_pairs:
-        raise ValueError("no gold pairs to score; pass utils.gold_alignment.load_gold()")
+        raise ValueError(_("no gold pairs to score; pass utils.gold_alignment.load_gold()"))
     maps = [teacher_forced_cross_attention(model, pair.english, pair.french, src_vocab,
                                            tgt_vocab, num_steps)
             for pair in gold_pairs]                                           # (L, H, f+1, e+1)

@@ -25,6 +25,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from utils.i18n import _
 from utils.validation import check_positive_int
 
 KERNELS = ("gaussian", "boxcar", "epanechnikov", "laplace")
@@ -37,46 +38,51 @@ TEST_STEP = 0.1                   # test inputs 0, 0.1, ..., 4.9
 def _check_sigma(sigma) -> float:
     sigma = float(sigma)
     if not (sigma > 0 and math.isfinite(sigma)):
-        raise ValueError(f"kernel width sigma must be a positive finite number, got {sigma}; "
-                         f"pass e.g. sigma=1.0")
+        raise ValueError(_("kernel width sigma must be a positive finite number, got {sigma}; "
+                           "pass e.g. sigma=1.0").format(sigma=sigma))
     return sigma
 
 
 def _check_kernel(kernel: str) -> str:
     if kernel not in KERNELS:
-        raise ValueError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
+        raise ValueError(_("unknown kernel {kernel!r}; choose one of {choices}").format(
+            kernel=kernel, choices=', '.join(KERNELS)))
     return kernel
 
 
 def _as_vector(x, name: str) -> torch.Tensor:
     x = torch.as_tensor(x, dtype=torch.float32)
     if x.dim() != 1 or x.numel() == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D tensor of inputs, got shape "
-                         f"{tuple(x.shape)}; flatten it with .reshape(-1)")
+        raise ValueError(_("{name} must be a non-empty 1-D tensor of inputs, got shape "
+                           "{x_shape}; flatten it with .reshape(-1)").format(
+            name=name, x_shape=tuple(x.shape)))
     return x
 
 
 def _check_pairs(x_keys, y_values) -> tuple[torch.Tensor, torch.Tensor]:
     x_keys, y_values = _as_vector(x_keys, "x_keys"), _as_vector(y_values, "y_values")
     if x_keys.numel() != y_values.numel():
-        raise ValueError(f"x_keys has {x_keys.numel()} entries but y_values has "
-                         f"{y_values.numel()}; pass one target per training input")
+        raise ValueError(_("x_keys has {num_keys} entries but y_values has {num_values}; "
+                           "pass one target per training input").format(
+            num_keys=x_keys.numel(), num_values=y_values.numel()))
     return x_keys, y_values
 
 
 def check_leave_one_out(x, y) -> None:
     """Raise a one-line ValueError unless x and y are both (n,) with n >= 2."""
     if x.dim() != 1 or x.shape != y.shape or len(x) < 2:
-        raise ValueError(f"x and y must both have shape (n,) with n >= 2, got {tuple(x.shape)} "
-                         f"and {tuple(y.shape)}; pass one target per training input")
+        raise ValueError(_("x and y must both have shape (n,) with n >= 2, got {x_shape} and "
+                           "{y_shape}; pass one target per training input").format(
+            x_shape=tuple(x.shape), y_shape=tuple(y.shape)))
 
 
 def check_query_rows(queries, keys, values) -> None:
     """Raise a one-line ValueError unless queries are (m,) and keys, values are both (m, n)."""
     if keys.shape != values.shape or keys.dim() != 2 or keys.shape[0] != queries.shape[0]:
-        raise ValueError(f"need queries (m,), keys (m, n), values (m, n); got "
-                         f"{tuple(queries.shape)}, {tuple(keys.shape)}, "
-                         f"{tuple(values.shape)}: repeat the keys once per query")
+        raise ValueError(_("need queries (m,), keys (m, n), values (m, n); got {queries_shape}, "
+                           "{keys_shape}, {values_shape}: repeat the keys once per query").format(
+            queries_shape=tuple(queries.shape), keys_shape=tuple(keys.shape),
+            values_shape=tuple(values.shape)))
 
 
 # ----------------------------------------------------------------------------- data
@@ -98,12 +104,13 @@ class RegressionData:
 def make_regression_data(n_train: int = 50, seed: int = 0, noise_std: float = 0.5) -> RegressionData:
     """The lesson's data set, drawn from a generator of its own (the global seed is untouched)."""
     if isinstance(n_train, bool) or not isinstance(n_train, int) or n_train < 2:
-        raise ValueError(f"n_train must be an int >= 2 (leave-one-out needs two points), "
-                         f"got {n_train!r}")
+        raise ValueError(_("n_train must be an int >= 2 (leave-one-out needs two points), got "
+                           "{n_train!r}").format(n_train=n_train))
     if not noise_std >= 0:
-        raise ValueError(f"noise_std must be >= 0, got {noise_std}; pass e.g. noise_std=0.5")
+        raise ValueError(_("noise_std must be >= 0, got {noise_std}; pass e.g. "
+                           "noise_std=0.5").format(noise_std=noise_std))
     generator = torch.Generator().manual_seed(seed)
-    x_train, _ = torch.sort(torch.rand(n_train, generator=generator) * (X_HIGH - X_LOW) + X_LOW)
+    x_train, _order = torch.sort(torch.rand(n_train, generator=generator) * (X_HIGH - X_LOW) + X_LOW)
     noise = torch.randn(n_train, generator=generator) * noise_std          # (n,)
     x_test = torch.arange(X_LOW, X_HIGH, TEST_STEP)                        # (50,)
     return RegressionData(x_train, true_function(x_train) + noise, x_test, true_function(x_test))
@@ -113,8 +120,9 @@ def mean_squared_error(predictions, targets) -> float:
     """Mean of (prediction - target)^2 over all entries."""
     predictions, targets = torch.as_tensor(predictions), torch.as_tensor(targets)
     if predictions.shape != targets.shape:
-        raise ValueError(f"predictions have shape {tuple(predictions.shape)} but targets "
-                         f"{tuple(targets.shape)}; pass one prediction per target")
+        raise ValueError(_("predictions have shape {predictions_shape} but targets "
+                           "{targets_shape}; pass one prediction per target").format(
+            predictions_shape=tuple(predictions.shape), targets_shape=tuple(targets.shape)))
     return float(((predictions - targets) ** 2).mean())
 
 
@@ -238,7 +246,8 @@ def train_parametric(x_train, y_train, epochs: int = 5, lr: float = 0.5, seed: i
     ``on_epoch(epoch, loss)`` is called after every epoch (e.g. ``Animator.add``)."""
     check_positive_int("epochs", epochs)
     if not lr > 0:
-        raise ValueError(f"learning rate lr must be > 0, got {lr}; pass e.g. lr=0.5")
+        raise ValueError(_("learning rate lr must be > 0, got {lr}; pass e.g. lr=0.5").format(
+            lr=lr))
     x_train, y_train = _check_pairs(x_train, y_train)
     keys, values = leave_one_out_pairs(x_train, y_train)          # (n, n-1) each
     model = ParametricNadarayaWatson(seed=seed)
@@ -264,7 +273,7 @@ def leave_one_out_curve(x, y, sigmas, kernel: str = "gaussian") -> torch.Tensor:
     """
     x, y = _check_pairs(x, y)
     if x.numel() < 2:
-        raise ValueError("leave-one-out needs at least 2 training points, got 1")
+        raise ValueError(_("leave-one-out needs at least 2 training points, got 1"))
     sigmas = torch.as_tensor(sigmas, dtype=torch.float32).reshape(-1)        # (s,)
     for sigma in sigmas.tolist():
         _check_sigma(sigma)

@@ -27,6 +27,7 @@ import math
 import torch
 from torch.nn import functional as F
 
+from utils.i18n import _
 from utils.language_model import (DecoderOnlyLM, _as_prompt, check_generator, check_temperature,
                                   check_top_k, check_top_p, filter_logits)
 from utils.validation import check_positive_int
@@ -45,8 +46,9 @@ class StaticKVCache:
     def for_model(cls, model: DecoderOnlyLM, batch: int, capacity: int):
         config = model.config
         if capacity > config.max_len:
-            raise ValueError(f"a cache of {capacity} positions is past the model's max_len="
-                             f"{config.max_len}; generate fewer tokens or build a larger max_len")
+            raise ValueError(_("a cache of {capacity} positions is past the model's "
+                               "max_len={max_len}; generate fewer tokens or build a larger "
+                               "max_len").format(capacity=capacity, max_len=config.max_len))
         head_size = config.num_hiddens // config.num_heads
         shape = (config.num_blks, batch, config.num_heads, capacity, head_size)
         weight = model.embedding.weight
@@ -153,9 +155,10 @@ def generate_static(model: DecoderOnlyLM, prompt_tokens, max_new_tokens: int, *,
     b, n0 = tokens.shape
     last_fed = n0 + max_new_tokens - 1                                         # not fed: the last
     if last_fed > model.config.max_len:
-        raise ValueError(f"{n0} prompt tokens + {max_new_tokens} new ones need max_len >= "
-                         f"{last_fed}, the model has {model.config.max_len}; generate fewer "
-                         f"tokens or build a larger max_len")
+        raise ValueError(_("{n0} prompt tokens + {max_new_tokens} new ones need max_len >= "
+                           "{last_fed}, the model has {max_len}; generate fewer tokens or build "
+                           "a larger max_len").format(
+            n0=n0, max_new_tokens=max_new_tokens, last_fed=last_fed, max_len=model.config.max_len))
     if not greedy:
         temperature = check_temperature(temperature)
         top_k, top_p = check_top_k(top_k), check_top_p(top_p)
@@ -193,6 +196,7 @@ def kv_cache_sweep(path=None) -> dict:
     path = pathlib.Path(path) if path else (pathlib.Path(__file__).resolve().parents[1] / "assets"
                                             / "benchmarks" / "kv_cache.json")
     if not path.is_file():
-        raise FileNotFoundError(f"no key/value-cache timings at {path}; make them with "
-                                f"python -m tests.benchmarks.bench_kv_cache --write {path}")
+        raise FileNotFoundError(_("no key/value-cache timings at {path}; make them with python "
+                                  "-m tests.benchmarks.bench_kv_cache --write {path}").format(
+            path=path))
     return json.loads(path.read_text(encoding="utf-8"))
