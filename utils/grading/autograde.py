@@ -33,6 +33,7 @@ import warnings
 
 from traitlets.config import Configurable
 
+from utils.grading import skip_unused_schema_formats
 from utils.grading.course import EXERCISES, NOTEBOOK_ID, REPO, CourseSettings
 from utils.grading.diskfull import atomic_write
 
@@ -127,15 +128,6 @@ def _replay_config(settings: CourseSettings):
         "nbgrader.preprocessors.LimitOutput", "nbgrader.preprocessors.SaveAutoGrades",
         "nbgrader.preprocessors.AssignLatePenalties", "nbgrader.preprocessors.CheckCellMetadata"]
     return config
-
-
-def skip_unused_schema_formats() -> None:
-    """Make the optional ``rfc3987_syntax`` package look absent before nbformat/nbgrader import
-    jsonschema: jsonschema then skips its "iri" format check (no notebook or nbgrader schema
-    uses it), and each grading process saves the 1.5 s of CPU the package needs to build its
-    grammar at import. No effect once jsonschema is imported."""
-    if "jsonschema" not in sys.modules:
-        sys.modules.setdefault("rfc3987_syntax", None)
 
 
 skip_unused_schema_formats()      # before the CLI loads nbgrader_config.py (nbconvert, nbformat)

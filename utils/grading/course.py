@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 
-from utils.grading import COURSE_DIR_ENV_VAR, GRADING_ENV_VAR
+from utils.grading import COURSE_DIR_ENV_VAR, GRADING_ENV_VAR, NBGRADER_MAIN
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CHAPTERS_DIR = REPO / "chapters"
@@ -237,10 +237,11 @@ def put_venv_on_path() -> None:
 
 def run_nbgrader(settings: CourseSettings, *args: str, quiet: bool = False,
                  extra_env=None) -> subprocess.CompletedProcess:
-    """Run ``python -m nbgrader <args>`` in the course directory with its config."""
+    """Run ``python -m nbgrader <args>`` in the course directory with its config (without the
+    unused schema format's import cost: ``utils.grading.NBGRADER_MAIN``)."""
     put_venv_on_path()
     env = dict(os.environ, **(extra_env or {}))
-    command = [sys.executable, "-m", "nbgrader", *args,
+    command = [sys.executable, "-c", NBGRADER_MAIN, *args,
                f"--CourseDirectory.root={settings.course_dir}",
                f"--CourseDirectory.db_url={settings.db_url}",
                f"--CourseDirectory.course_id={settings.course_id}"]

@@ -247,7 +247,7 @@ def grade(job: Job) -> dict:
 
 def _warm_up() -> None:
     """The imports every job needs, paid once before the first job."""
-    from utils.grading.autograde import skip_unused_schema_formats
+    from utils.grading import skip_unused_schema_formats
     skip_unused_schema_formats()
     import torch  # noqa: F401  (the tests compare tensors)
     import utils.reproducibility  # noqa: F401  (the locked setup cells call set_seed)
