@@ -127,6 +127,13 @@ class _WithoutMessageText(ast.NodeTransformer):
         return node
 
 
+def without_message_text(tree: ast.AST) -> ast.AST:
+    """``tree`` with the text of every message replaced by ``MESSAGE`` (in place; returned):
+    what the fingerprint hashes, and what tests/test_drift.py compares a lesson's copy of a
+    library function by (the library's messages speak the notebook's language)."""
+    return _WithoutMessageText().visit(tree)
+
+
 def model_code_modules(start: str, utils_dir: pathlib.Path = UTILS_DIR) -> list:
     """``start`` and every ``utils`` module it reaches by imports, sorted (tools excluded)."""
     seen, todo = set(), [start]
@@ -150,7 +157,7 @@ def source_fingerprint(paths) -> str:
     digest = hashlib.sha256()
     for path in paths:
         tree = _without_docstrings(ast.parse(pathlib.Path(path).read_text(encoding="utf-8")))
-        tree = _WithoutMessageText().visit(tree)
+        tree = without_message_text(tree)
         digest.update(ast.dump(tree, annotate_fields=True, include_attributes=False).encode())
         digest.update(b"\0")
     return digest.hexdigest()[:20]

@@ -28,26 +28,13 @@ import warnings
 
 import nbformat
 
+from utils.grading.cell_roles import cell_role, nbgrader_metadata as _nbgrader  # noqa: F401
 from utils.grading.remote import GradingError, Session, StudentError
 from utils.grading.sandbox import SandboxDied
 
 MAX_OUTPUT_CHARS = 20_000
 
 
-def _nbgrader(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
-
-
-def cell_role(cell) -> str:
-    """'setup' (locked code), 'test' (graded, not an answer), 'student' or 'text'."""
-    if cell.cell_type != "code":
-        return "text"
-    meta = _nbgrader(cell)
-    if meta.get("grade") and not meta.get("solution"):
-        return "test"
-    if meta.get("locked") and not meta.get("solution") and meta.get("grade_id"):
-        return "setup"
-    return "student"
 
 
 _NAMES = {}                      # (kind, code object) -> names: the same for every student

@@ -119,7 +119,7 @@ def notebook_language(nb) -> str:
     English. Read from the instructor's trusted copy, never run; a value the course does not
     speak counts as English."""
     from IPython.core.inputtransformer2 import TransformerManager
-    from utils.grading.evaluate import cell_role
+    from utils.grading.cell_roles import cell_role
     for cell in nb.cells:
         if cell_role(cell) != "setup":
             continue
