@@ -53,8 +53,10 @@ def test_a_cell_starved_by_other_processes_is_not_charged():
     assert "other processes held the CPU" in sandbox.death
 
 
-@pytest.mark.parametrize("source", ["while True: pass", "import time; time.sleep(60)"])
-def test_a_cell_that_spins_or_sleeps_past_its_deadline_is_charged(source):
+@pytest.mark.parametrize("source", ["import time; time.sleep(60)"])
+def test_a_cell_that_sleeps_past_its_deadline_is_charged(source):
+    """(A spinning cell is charged too, on a free CPU; but `make test` keeps both cores busy, so
+    here it may truly be starved: the rule's spinning case is the (1.9, 0.1) row below.)"""
     sandbox = run_past_deadline(source)
     assert sandbox.foreign is None
     assert sandbox.death == "the student's code did not finish in time and was stopped"
