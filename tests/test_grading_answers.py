@@ -78,3 +78,33 @@ def test_in_place_changes_and_errors_are_replayed_and_a_student_cell_forgets():
     session.run_cell("cell 3", "x = 1")                 # the student's globals may have changed
     f(torch.ones(3))
     assert sandbox.calls == 3
+
+
+def test_plain_torch_checks_compile_the_students_cells_once(monkeypatch):
+    """check_plain_torch runs before every call of a test's helper: the student's cells are
+    compiled once per session (they never change), while each check still asks the sandbox."""
+    from utils.grading import checks, remote
+    compiled = []
+    real = remote.student_code_objects
+    monkeypatch.setattr(remote, "student_code_objects",
+                        lambda sources: compiled.append(1) or real(sources))
+    session, sandbox, _ = session_for(lambda: None)
+    session.student_sources = ["import torch\ndef f(x):\n    return torch.softmax(x, -1)\n",
+                               "from utils.attention import soft_address\n"
+                               "def g(x):\n    return soft_address(x, x, x)\n"]
+    asked = []
+
+    def request(header, buffers=(), deadline=None):
+        asked.append(header["op"])
+        name = "f" if header["ref"] == 1 else "g"
+        modules = {"torch": "torch"} if name == "f" else {"soft_address": "utils.attention"}
+        return {"ok": True, "value": {"is_function": True, "co_name": name,
+                                      "modules": modules}}, []
+    sandbox.request = request
+    f = RemoteObject(session, {"id": 1, "type": "function", "callable": True, "name": "f"})
+    g = RemoteObject(session, {"id": 2, "type": "function", "callable": True, "name": "g"})
+    for _ in range(3):
+        checks.check_plain_torch(f)
+        with pytest.raises(AssertionError, match="soft_address"):
+            checks.check_plain_torch(g)
+    assert len(compiled) == 1 and asked == ["code"] * 6

@@ -126,6 +126,7 @@ class Session:
     def __init__(self, make_sandbox, notebook_deadline: float, student_sources=()):
         self.make_sandbox, self.notebook_deadline = make_sandbox, notebook_deadline
         self.student_sources = list(student_sources)
+        self._student_codes = None      # student_code_objects(student_sources), made once
         self.sandbox, self.generation = None, 0
         self.replay, self.broken = [], None
         self.cell_deadline = notebook_deadline
@@ -264,7 +265,9 @@ class Session:
             raise GradingError("the student's process did not describe its function")
         co_name = info.get("co_name")
         modules = info.get("modules") if type(info.get("modules")) is dict else {}
-        codes, imported = student_code_objects(self.student_sources)
+        if self._student_codes is None:             # the sources never change: compile once
+            self._student_codes = student_code_objects(self.student_sources)
+        codes, imported = self._student_codes
         matching = [c for c in codes if c.co_name == co_name and co_name != "<module>"]
         return (info.get("is_function") is True, matching,
                 {str(k): str(v) for k, v in modules.items()}, imported)

@@ -249,7 +249,10 @@ def _warm_up() -> None:
     """The imports every job needs, paid once before the first job."""
     from utils.grading import skip_unused_schema_formats
     skip_unused_schema_formats()
-    import torch  # noqa: F401  (the tests compare tensors)
+    import torch  # (the tests compare tensors)
+    # One thread, as in the sandbox: a test's tensors are small, and with the other core busy
+    # (another worker) a second thread made torch.softmax over a non-last axis 0.1-3 ms a call.
+    torch.set_num_threads(1)
     import utils.reproducibility  # noqa: F401  (the locked setup cells call set_seed)
     import utils.grading.evaluate  # noqa: F401  (and nbformat, IPython's input transformer)
     import nbgrader.converters  # noqa: F401  (the gradebook replay)
