@@ -93,8 +93,57 @@ def _file_hash(path: pathlib.Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "missing"
 
 
+class SubmissionsView:
+    """The gradebook's submissions of one assignment as ``already_graded`` asks for them, read
+    from a SQLite gradebook with sqlite3: importing nbgrader takes seconds of the start-up, on
+    a core the workers need. ``find_submission`` raises ValueError as nbgrader's does."""
+
+    def __init__(self, students: set):
+        self.students = students
+
+    def find_submission(self, assignment, student):
+        if student not in self.students:
+            raise ValueError(f"No such submission: {assignment} for {student}")
+
+
+def _submitted_students(db_url: str, assignment: str):
+    """The students with a submission of ``assignment`` in a SQLite gradebook, or None where
+    this cannot tell (not SQLite, unreadable, or no such assignment: nbgrader then says why)."""
+    import sqlite3
+    path = _sqlite_file(db_url)
+    if path is None:
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(path, timeout=SQLITE_WAIT_SECONDS)) as db:
+            row = db.execute("SELECT id FROM assignment WHERE name = ?", (assignment,)).fetchone()
+            if row is None:
+                return None
+            return {student for (student,) in db.execute(
+                "SELECT s.student_id FROM submitted_assignment s JOIN student t "
+                "ON t.id = s.student_id WHERE s.assignment_id = ?", (row[0],))}
+    except sqlite3.Error:
+        return None
+
+
+@contextlib.contextmanager
+def _nbgrader_gradebook(settings, assignment: str):
+    skip_unused_schema_formats()
+    from nbgrader.api import Gradebook
+    with Gradebook(settings.db_url, settings.course_id) as gradebook:
+        gradebook.find_assignment(assignment)         # raises MissingEntry (a ValueError)
+        yield gradebook
+
+
+def gradebook_view(settings, assignment: str):
+    """A context giving what ``already_graded`` needs of the gradebook: a ``SubmissionsView``
+    of a SQLite gradebook, else nbgrader's ``Gradebook`` (it checks the assignment exists)."""
+    students = _submitted_students(settings.db_url, assignment)
+    if students is None:
+        return _nbgrader_gradebook(settings, assignment)
+    return contextlib.nullcontext(SubmissionsView(students))
+
+
 def already_graded(settings, gradebook, assignment, student, path) -> bool:
-    from nbgrader.api import MissingEntry
     marker = _done_marker(settings, assignment, student)
     autograded = settings.course_dir / "autograded" / student / assignment / EXERCISES
     if not (marker.is_file() and autograded.is_file()):
@@ -102,7 +151,7 @@ def already_graded(settings, gradebook, assignment, student, path) -> bool:
     try:
         recorded = json.loads(marker.read_text()).get("submission_sha256")
         gradebook.find_submission(assignment, student)
-    except (ValueError, MissingEntry):
+    except ValueError:                                # also nbgrader's MissingEntry
         return False
     return recorded == _file_hash(path)
 
@@ -135,8 +184,8 @@ skip_unused_schema_formats()      # before the CLI loads nbgrader_config.py (nbc
 
 class FastReplay:
     """While open, nbgrader's ``Gradebook`` objects of this process share one SQLAlchemy engine
-    and session factory per database URL, and nbgrader's cell-metadata check reuses one schema
-    validator. Unchanged, each ``Gradebook`` (about ten per replayed notebook) makes its own
+    and session factory per database URL, create the tables once per engine, and nbgrader's
+    cell-metadata check reuses one schema validator. Unchanged, each ``Gradebook`` (about ten per replayed notebook) makes its own
     engine (its SQL compiled again) and session class (SQLAlchemy then updates its event
     listeners for every session class made so far: the replay slowed down with each student),
     and every cell's metadata check validated the schema itself first. Same queries, same data.
@@ -168,13 +217,44 @@ class FastReplay:
         self.engines = engines
         api.create_engine, api.sessionmaker = create_engine, sessionmaker
         common.jsonschema = _CheckedSchemas(common.jsonschema)
+        self._create_tables_once(api)
         return self
+
+    def _create_tables_once(self, api) -> None:
+        """Each ``Gradebook`` lists the database's tables and creates the missing ones (about
+        ten queries); once an engine's tables are made, the next ones see that list again."""
+        tables, real_create_all, real_inspect = {}, api.Base.metadata.create_all, api.inspect
+
+        def create_all(bind=None, **options):
+            if bind not in tables or options:
+                real_create_all(bind=bind, **options)
+                tables[bind] = real_inspect(bind).get_table_names()
+
+        def inspect(subject, *args, **kwargs):
+            if subject in tables and not args and not kwargs:
+                return _KnownTables(tables[subject])
+            return real_inspect(subject, *args, **kwargs)
+
+        self.saved_inspect = real_inspect
+        api.Base.metadata.create_all, api.inspect = create_all, inspect
 
     def __exit__(self, *exc):
         self.api.create_engine, self.api.sessionmaker, self.common.jsonschema = self.saved
+        del self.api.Base.metadata.create_all             # the class's method again
+        self.api.inspect = self.saved_inspect
         for engine in self.engines.values():
             del engine.dispose                        # the class's method again
             engine.dispose()
+
+
+class _KnownTables:
+    """What ``Gradebook.__init__`` asks of ``inspect(engine)``: the tables made earlier."""
+
+    def __init__(self, names):
+        self.names = names
+
+    def get_table_names(self):
+        return list(self.names)
 
 
 class _CheckedSchemas:
@@ -473,11 +553,8 @@ def _grade_assignment(settings, assignment, found, options, prepare, pool, wante
     then ``summary.pool``)."""
     started = time.monotonic()
     course = settings.course_dir
-    skip_unused_schema_formats()
-    from nbgrader.api import Gradebook
-    with Gradebook(settings.db_url, settings.course_id) as gradebook:
-        gradebook.find_assignment(assignment)
-        todo = []
+    todo = []
+    with gradebook_view(settings, assignment) as gradebook:
         for student, path in found.items():
             if not options.force and already_graded(settings, gradebook, assignment,
                                                     student, path):

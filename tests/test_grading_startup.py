@@ -1,0 +1,84 @@
+"""Autograde's start-up without nbgrader in the instructor's process (issue 35): the course
+settings are read from nbgrader_config.py without running it, which submissions are already in
+a SQLite gradebook is read with sqlite3, and a worker's nbgrader gradebooks create the tables
+once per engine. Each answer must equal what running the config / nbgrader itself gives."""
+
+import pytest
+
+from utils.grading import autograde
+from utils.grading import course as course_mod
+
+
+def loaded(course_dir):
+    from traitlets.config.loader import PyFileConfigLoader
+    return PyFileConfigLoader(course_mod.CONFIG_FILE, path=str(course_dir)).load_config()
+
+
+def test_the_config_read_without_running_it_equals_running_it(tmp_path):
+    settings = course_mod.CourseSettings(tmp_path, course_id="c-1", timeout=45, memory_mb=3000)
+    course_mod.write_config(settings)
+    literal = course_mod._read_literally(tmp_path / course_mod.CONFIG_FILE)
+    config = loaded(tmp_path)
+    for section, key in course_mod._READ_KEYS:
+        assert literal[section][key] == config[section][key]
+    assert course_mod.read_settings(tmp_path) == settings
+
+
+@pytest.mark.parametrize("edit", ["c.Execute.timeout = 6 * 10",
+                                  "for _ in range(1):\n    c.Execute.timeout = 60",
+                                  "c.Execute.timeout += 30"])
+def test_a_config_edited_beyond_plain_values_is_run(tmp_path, edit):
+    course_mod.write_config(course_mod.CourseSettings(tmp_path))
+    path = tmp_path / course_mod.CONFIG_FILE
+    path.write_text(path.read_text() + edit + "\n")
+    assert course_mod._read_literally(path) is None
+    assert course_mod.read_settings(tmp_path).timeout == 60          # what running it gives
+
+
+def gradebook_with(tmp_path, submitted):
+    from nbgrader.api import Gradebook
+    course_mod.put_venv_on_path()                    # a new gradebook runs alembic
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url, "course") as gradebook:
+        gradebook.add_assignment("a1")
+        gradebook.add_assignment("a2")
+        for student, assignment in submitted:
+            gradebook.update_or_create_student(student)
+            gradebook.add_submission(assignment, student)
+    return course_mod.CourseSettings(tmp_path, course_id="course", db_url=url)
+
+
+def test_the_sqlite_view_of_submissions_answers_as_nbgrader(tmp_path):
+    from nbgrader.api import Gradebook
+    settings = gradebook_with(tmp_path, [("ann", "a1"), ("bob", "a2")])
+    with autograde.gradebook_view(settings, "a1") as view, \
+            Gradebook(settings.db_url, "course") as gradebook:
+        assert isinstance(view, autograde.SubmissionsView)
+        for student in ("ann", "bob", "eve"):
+            answers = []
+            for book in (view, gradebook):
+                try:
+                    book.find_submission("a1", student)
+                    answers.append(True)
+                except ValueError:
+                    answers.append(False)
+            assert answers[0] == answers[1] == (student == "ann")
+    with pytest.raises(ValueError, match="No such assignment"):       # nbgrader says why
+        with autograde.gradebook_view(settings, "a3"):
+            pass
+
+
+def test_a_workers_gradebooks_create_the_tables_once(tmp_path):
+    from nbgrader.api import Gradebook
+    from sqlalchemy import event
+    settings = gradebook_with(tmp_path, [("ann", "a1")])
+    statements = []
+    with autograde.FastReplay() as replay:
+        for _ in range(3):
+            with Gradebook(settings.db_url, "course") as gradebook:
+                if not statements:
+                    engine = next(iter(replay.engines.values()))
+                    event.listen(engine, "before_cursor_execute",
+                                 lambda *args: statements.append(args[2]))
+                assert gradebook.find_submission("a1", "ann").student_id == "ann"
+    assert statements and not any("PRAGMA" in s or "sqlite_master" in s for s in statements)
