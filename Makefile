@@ -44,41 +44,44 @@ lab: $(STAMP)
 
 # `make test` runs two lanes at once, one per core (GNU make and a POSIX shell, no extra tool):
 # - lane 1: every unit, parity and browser test, the grading tests not named below, the
-#   fresh-clone test (lesson 4 under nbval in a clone), the Transformer's training test and the
-#   LMS export tests, and the lessons and the Chinese notebooks under strict nbval;
-# - lane 2: the lessons once more under strict nbval on torch's generic CPU kernels and one
-#   thread, so an output that holds only with this machine's SIMD kernels (AVX-512 here, AVX2
-#   elsewhere) or thread count fails here, not on a student's machine; then the tests that
-#   grade in the sandbox and check what it leaves behind (hostile, resume, exercise, feedback,
-#   null-submission, workflow, fault and Chinese-grading tests), one after another.
+#   fresh-clone test, the training tests and the LMS export tests, then the English lessons and
+#   exercises under strict nbval, on this machine's own CPU kernels;
+# - lane 2: the Chinese lessons and exercises under strict nbval on torch's generic CPU kernels,
+#   so an output that holds only with this machine's SIMD kernels (AVX-512 here, AVX2 elsewhere)
+#   fails here, not on a student's machine; then the tests that grade in the sandbox and check
+#   what it leaves behind (hostile, resume, exercise, feedback, null-submission, workflow, fault
+#   and Chinese-grading tests), one after another.
+# Each notebook runs once: a Chinese notebook's code is its English notebook's up to comments
+# and strings and prints the same numbers (tests/test_i18n.py), so the English run covers this
+# machine's kernels and the Chinese run the generic ones, for both languages.
+# Both lanes run torch on one thread (OMP_NUM_THREADS=1), as the lessons and the grader do: two
+# lanes with two threads each on two cores made every torch call wait for a busy core.
 # The sandboxes of lane 1 run as other uids than lane 2's ($(LANE1_UIDS)): the two lanes never
 # share a sandbox uid, its process limit or its processes, so grading tests may run in both.
 # The split is by measured durations, so that the lanes end at about one time.
 # Lane 2 writes to tests/artifacts/lane2.log, printed when both lanes are done; make test fails
 # if either lane fails. Each lane ends with its slowest tests (--durations).
 # With ARGS, only the selected tests run, in one lane.
-OTHER_CPU := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+ONE_THREAD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+OTHER_CPU := ATEN_CPU_CAPABILITY=default $(ONE_THREAD)
 LANE1_UIDS := ATTENTION_COURSE_SANDBOX_UID_BASE=61128
 LANE2_TESTS := tests/test_grading_hostile.py tests/test_grading_resume.py \
                tests/test_exercises.py tests/test_feedback_diagnoses.py \
                tests/test_grading_workflow.py tests/test_null_submissions.py \
                tests/test_grading_faults.py tests/test_grading_chinese.py
 LANE2_LOG := tests/artifacts/lane2.log
-# The Chinese lessons and exercises run once, in lane 1: their code is the English code up to
-# comments and strings and prints the same numbers (tests/test_i18n.py), so the English
-# notebooks' run on generic kernels in lane 2 already covers what a second kernel set could find.
 CHINESE_NOTEBOOKS := $(wildcard chapters/*/lesson.zh-CN.ipynb chapters/*/exercises.zh-CN.ipynb)
 
 test: $(STAMP)
 ifeq ($(strip $(ARGS)),)
 	@mkdir -p tests/artifacts
-	@echo "== lane 2 in the background (log: $(LANE2_LOG)): lessons on generic kernels, one thread; grader tests =="
-	@( $(OTHER_CPU) $(BIN)/python -m pytest chapters/*/lesson.ipynb chapters/*/exercises.ipynb $(NBVAL_FLAGS) -p no:cacheprovider; \
-	   first=$$?; OMP_NUM_THREADS=1 $(BIN)/python -m pytest $(LANE2_TESTS) -p no:cacheprovider --durations=15; \
+	@echo "== lane 2 in the background (log: $(LANE2_LOG)): Chinese notebooks on generic kernels; grader tests =="
+	@( $(OTHER_CPU) $(BIN)/python -m pytest $(CHINESE_NOTEBOOKS) $(NBVAL_FLAGS) -p no:cacheprovider; \
+	   first=$$?; $(ONE_THREAD) $(BIN)/python -m pytest $(LANE2_TESTS) -p no:cacheprovider --durations=15; \
 	   second=$$?; [ $$first -eq 0 ] && [ $$second -eq 0 ] ) > $(LANE2_LOG) 2>&1 & lane2=$$!; \
 	trap 'pkill -P $$lane2; kill $$lane2 2>/dev/null; exit 130' INT TERM; \
-	echo "== lane 1: every other test, and the lessons under strict nbval =="; \
-	$(LANE1_UIDS) $(BIN)/python -m pytest tests chapters/*/lesson.ipynb $(CHINESE_NOTEBOOKS) $(NBVAL_FLAGS) \
+	echo "== lane 1: every other test, then the English lessons and exercises under strict nbval =="; \
+	$(LANE1_UIDS) $(ONE_THREAD) $(BIN)/python -m pytest tests chapters/*/lesson.ipynb chapters/*/exercises.ipynb $(NBVAL_FLAGS) \
 	    $(foreach t,$(LANE2_TESTS),--ignore=$(t)) --durations=30; lane1=$$?; \
 	wait $$lane2; lane2=$$?; \
 	echo "== lane 2 output =="; cat $(LANE2_LOG); \
