@@ -82,3 +82,22 @@ def test_a_workers_gradebooks_create_the_tables_once(tmp_path):
                                  lambda *args: statements.append(args[2]))
                 assert gradebook.find_submission("a1", "ann").student_id == "ann"
     assert statements and not any("PRAGMA" in s or "sqlite_master" in s for s in statements)
+
+
+def test_the_zygote_compiles_the_trusted_cells_as_grading_does(lesson_one_release, tmp_path):
+    """A zygote reads each assignment and compiles its setup and test cells before it forks
+    its workers: grading an unchanged submission then compiles no trusted cell again."""
+    from utils.grading import evaluate, worker
+    course, _ = lesson_one_release
+    (assignment,) = [p.name for p in (course / "release").iterdir()]
+    source = str(course / "source" / assignment / "exercises.ipynb")
+    release = str(course / "release" / assignment / "exercises.ipynb")
+    evaluate._COMPILED.clear()
+    worker._warm_assignment(source, release)
+    compiled = set(evaluate._COMPILED)
+    assert compiled
+    job = worker.Job(student="s1", assignment=assignment, submission=release, source=source,
+                     release=release, output=str(tmp_path / "graded.ipynb"), sandboxed=False,
+                     limits={"memory_mb": 4096})
+    assert worker.grade(job)["status"] == "graded"
+    assert set(evaluate._COMPILED) == compiled

@@ -463,13 +463,17 @@ def autograde(settings: CourseSettings, assignment: str, options: Options) -> Su
 
 def _pool_settings(course: pathlib.Path, assignments: list, options: Options) -> dict:
     """What every worker's sandbox template needs: limits, paths, and the modules the locked
-    setup cells of all these assignments import (imported once in the template, for all)."""
+    setup cells of all these assignments import (imported once in the template, for all); and
+    the assignments' notebooks, read and compiled once by the zygote for all its workers."""
     from utils.grading.warm_imports import setup_imports
     releases = [course / "release" / a / EXERCISES for a in assignments]
     imports = [name for release in releases for name in setup_imports(str(release))]
     return {"sandboxed": options.sandboxed, "extra_read_only": list(options.extra_read_only),
             "limits": {"memory_mb": options.memory_mb},
-            "warm_imports": list(dict.fromkeys(imports))}
+            "warm_imports": list(dict.fromkeys(imports)),
+            "assignments": [{"source": str(course / "source" / a / EXERCISES),
+                             "release": str(release)} for a, release in zip(assignments,
+                                                                            releases)]}
 
 
 def _sqlite_file(db_url: str):

@@ -130,6 +130,29 @@ def _grading_error(reason: str) -> dict:
     return _error("GradingError", reason, [f"GradingError: {reason}"])
 
 
+def _cell_label(index: int, cell) -> str:
+    return f"<cell {index}: {_nbgrader(cell).get('grade_id') or cell.get('id')}>"
+
+
+def compile_trusted(nb) -> None:
+    """Compile the setup and test cells of a normalized notebook as ``NotebookGrader.grade``
+    does, with the names they read and bind (all cached: a worker's zygote does it once for
+    the workers it forks)."""
+    for index, cell in enumerate(nb.cells):
+        role = cell_role(cell)
+        if role not in ("setup", "test"):
+            continue
+        label = _cell_label(index, cell)
+        for name in [label.replace(" ", "_")] + ([label] if role == "setup" else []):
+            try:
+                code, last = _compile_cell(cell.source, name)
+            except Exception:                   # noqa: BLE001 - grading reports it
+                continue
+            loaded_names(code), stored_names(code)
+            if last is not None:
+                loaded_names(last)
+
+
 class NotebookGrader:
     """Runs the cells of one normalized notebook (see the module docstring)."""
 
@@ -176,7 +199,7 @@ class NotebookGrader:
             for index, cell in enumerate(nb.cells):
                 self._note_foreign()
                 role = cell_role(cell)
-                label = f"<cell {index}: {_nbgrader(cell).get('grade_id') or cell.get('id')}>"
+                label = _cell_label(index, cell)
                 self._label = label
                 if role == "setup":
                     cell.outputs = self._setup(cell.source, label)

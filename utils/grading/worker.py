@@ -256,6 +256,40 @@ def _warm_up() -> None:
     import utils.reproducibility  # noqa: F401  (the locked setup cells call set_seed)
     import utils.grading.evaluate  # noqa: F401  (and nbformat, IPython's input transformer)
     import nbgrader.converters  # noqa: F401  (the gradebook replay)
+    _first_use()
+
+
+def _first_use() -> None:
+    """What the first submission would pay once more in every forked worker: the notebook
+    schema's validators (compiled on first use; the replay validates strictly and relaxed),
+    SQLAlchemy's mapper set-up of nbgrader's tables, and IPython's cell transformer."""
+    import nbformat
+    from IPython.core.inputtransformer2 import TransformerManager
+    from sqlalchemy.orm import configure_mappers
+    import nbgrader.api  # noqa: F401  (its tables, for configure_mappers)
+    for relax in (False, True):
+        nbformat.validate(nbformat.v4.new_notebook(), relax_add_props=relax)
+    configure_mappers()
+    TransformerManager().transform_cell("x = 1\n")
+
+
+def _warm_assignment(source: str, release: str) -> None:
+    """Read an assignment's notebooks and compile its trusted cells as an unchanged submission
+    is graded (a zygote does it once for the workers it forks; a failure here changes nothing:
+    the job does it all again)."""
+    from utils.grading.evaluate import compile_trusted
+    from utils.grading.normalize import normalize
+    from utils.grading.student_text import notebook_language
+    try:
+        source_nb = _cached("notebook", source, _read_notebook)
+        release_nb = _cached("notebook", release, _read_notebook)
+        _cached("language", source, lambda _path: notebook_language(source_nb))
+        nb, _notes, unreadable = normalize(pathlib.Path(release).read_bytes(), source_nb,
+                                           release_nb)
+        if not unreadable:
+            compile_trusted(nb)
+    except Exception:                             # noqa: BLE001
+        traceback.print_exc()
 
 
 def serve(jobs, results) -> None:
@@ -283,14 +317,24 @@ def zygote(settings: dict, report) -> None:
     import signal
     slots = settings["slots"]
     templates = {}
-    for slot in slots:
-        try:
-            prepare(dict(settings, slot=slot["slot"]))
-            templates[slot["slot"]] = (TEMPLATE.key, TEMPLATE.template)
-        except Exception:                         # noqa: BLE001 - the first job tries again
-            traceback.print_exc()
-        TEMPLATE.key, TEMPLATE.template = None, None
+
+    def start_templates(some) -> None:
+        for slot in some:
+            try:
+                prepare(dict(settings, slot=slot["slot"]))
+                templates[slot["slot"]] = (TEMPLATE.key, TEMPLATE.template)
+            except Exception:                     # noqa: BLE001 - the first job tries again
+                traceback.print_exc()
+            TEMPLATE.key, TEMPLATE.template = None, None
+
+    # The first slot's template imports torch beside this process; the others start once this
+    # process has imported, so that on a 2-core machine they do not delay the first worker's
+    # first submission (they get ready while it is graded).
+    start_templates(slots[:1])
     _warm_up()
+    start_templates(slots[1:])
+    for assignment in settings.get("assignments", ()):
+        _warm_assignment(assignment["source"], assignment["release"])
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is for the workers
     pids = []
     for slot in slots:
