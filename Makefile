@@ -14,7 +14,8 @@ STAMP  := $(VENV)/.installed
 D2L_VERSION := 1.0.3
 # What `make test` runs: unit, parity, drift, grading and browser tests, plus every lesson
 # under strict nbval. Extra pytest arguments: make test ARGS="-k masking".
-NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+# -p tests.quick_imports: pytest skips an unused 2-4 s import (see tests/quick_imports.py).
+NBVAL_FLAGS := -p tests.quick_imports --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 ARGS ?=
 .PHONY: lab test setup bench notebooks clean
 
@@ -77,7 +78,7 @@ ifeq ($(strip $(ARGS)),)
 	@mkdir -p tests/artifacts
 	@echo "== lane 2 in the background (log: $(LANE2_LOG)): Chinese notebooks on generic kernels; grader tests =="
 	@( $(OTHER_CPU) $(BIN)/python -m pytest $(CHINESE_NOTEBOOKS) $(NBVAL_FLAGS) -p no:cacheprovider; \
-	   first=$$?; $(ONE_THREAD) $(BIN)/python -m pytest $(LANE2_TESTS) -p no:cacheprovider --durations=15; \
+	   first=$$?; $(ONE_THREAD) $(BIN)/python -m pytest -p tests.quick_imports $(LANE2_TESTS) -p no:cacheprovider --durations=15; \
 	   second=$$?; [ $$first -eq 0 ] && [ $$second -eq 0 ] ) > $(LANE2_LOG) 2>&1 & lane2=$$!; \
 	trap 'pkill -P $$lane2; kill $$lane2 2>/dev/null; exit 130' INT TERM; \
 	echo "== lane 1: every other test, then the English lessons and exercises under strict nbval =="; \
