@@ -166,3 +166,28 @@ def test_checkpoint_summary_of_the_shipped_run():
     assert last["second"] < 1 < first["second"]
     with pytest.raises(ValueError, match="no checkpoints"):
         InductionExplorer(InductionRun(run.model, [], [], run.eval_tokens))
+
+
+def test_a_prompt_layer_from_the_cache_gives_the_uncached_picture(tiny):
+    """The prompt's tick labels and attention map are a cached layer: going back to a prompt
+    with a new slider value pastes it, and the picture is the one drawn without any cache."""
+    import io
+    import numpy as np
+    from PIL import Image
+    from utils.widgets.base import GlyphCachingCanvas
+    model, vocab = tiny
+    explorer = SamplingExplorer(model, vocab, prompt="i am")
+    steps = (("prompt", "you are"), ("temperature", 0.4), ("prompt", "i am"), ("top_k", 3),
+             ("prompt", "you are"), ("top_p", 0.5))
+    shown = []
+    for name, value in steps:
+        explorer.controls[name].value = value
+        shown.append(explorer.view.value)
+    fresh = SamplingExplorer(model, vocab, prompt="i am")
+    for (name, value), png in zip(steps, shown):
+        fresh.controls[name].value = value
+        GlyphCachingCanvas(fresh.fig)                          # no glyphs kept
+        fresh._background = None                               # no background, layers, frames
+        pictures = [np.asarray(Image.open(io.BytesIO(p)).convert("RGB"))
+                    for p in (png, fresh.render_png())]
+        assert np.array_equal(*pictures), (name, value)

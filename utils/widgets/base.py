@@ -16,7 +16,9 @@ import numpy as np
 import torch
 from IPython.display import clear_output, display
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
+from matplotlib.font_manager import fontManager, get_font
 from matplotlib.ft2font import RenderMode
+from PIL import Image
 
 from utils.i18n import _
 
@@ -53,7 +55,10 @@ def rgb_png(rgba: np.ndarray, level: int = 1) -> bytes:
     compress_level=1, for a file of about the same size. Decoders return exactly ``rgba[..., :3]``.
     """
     height, width = rgba.shape[:2]
-    rgb = rgba[..., :3].reshape(height, 3 * width)                       # (h, 3w), a view
+    # Dropping alpha: PIL's conversion copies ~3x faster than numpy's strided copy.
+    packed = Image.frombuffer("RGBA", (width, height), np.ascontiguousarray(rgba), "raw", "RGBA",
+                              0, 1).convert("RGB").tobytes()
+    rgb = np.frombuffer(packed, np.uint8).reshape(height, 3 * width)     # (h, 3w)
     raw = np.empty((height, 1 + 3 * width), np.uint8)                    # filter byte + row
     raw[:, 0] = 2                                                        # "up"
     raw[0, 1:] = rgb[0]                                                  # above row 0: zeros
@@ -79,6 +84,21 @@ class ExplorerBox(widgets.VBox):
         return bundle
 
 
+def font_height_metrics(prop, dpi: float) -> tuple:
+    """(ascent, descent, line gap) in pixels, as ``matplotlib.text.Text._get_layout`` reads them
+    from the font's OS/2 table (else hhea); (None, None, None) if the font has neither."""
+    font = get_font(fontManager._find_fonts_by_props(prop))
+    for table_name, gap_key, ascent_key, descent_key in (
+            ("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"),
+            ("hhea", "lineGap", "ascent", "descent")):
+        table = font.get_sfnt_table(table_name)
+        if table is None:
+            continue
+        scale = 1 / font.get_sfnt_table("head")["unitsPerEm"] * prop.get_size_in_points() * dpi / 72
+        return table[ascent_key] * scale, -table[descent_key] * scale, table[gap_key] * scale
+    return None, None, None
+
+
 class GlyphCachingRenderer(RendererAgg):
     """``RendererAgg`` that keeps the layouts of the strings and the bitmaps of the glyphs of the
     plain text it draws.
@@ -96,7 +116,19 @@ class GlyphCachingRenderer(RendererAgg):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._layouts, self._glyphs = {}, {}
+        self._layouts, self._glyphs, self._heights = {}, {}, {}
+
+    def _get_font_height_metrics(self, prop) -> tuple:
+        """(ascent, descent, line gap) in pixels of ``prop``'s font, kept per font.
+
+        ``Text._get_layout`` asks a renderer that has this method, else finds the font and reads
+        its OS/2 or hhea table itself for every string it lays out (~0.1 ms each). Same numbers:
+        the same tables and arithmetic, done once per (font, size, dpi).
+        """
+        key = (hash(prop), prop.get_size_in_points(), self.dpi)
+        if key not in self._heights:
+            self._heights[key] = font_height_metrics(prop, self.dpi)
+        return self._heights[key]
 
     def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
         if ismath or (mtext is not None and (mtext.get_fontfeatures() is not None

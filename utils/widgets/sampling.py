@@ -10,8 +10,8 @@ The model runs once per prompt (``utils.next_token.next_token_view``, cached); a
 refilters the stored logits and samples again. The sampled continuation is ``continue_prompt``'s,
 token for token, but the model's output after each prefix it has already read is kept
 (``ContinuationCache``): settings that sample the same first words share them, and only a new
-prefix runs the model. A new prompt draws its tick labels once (a cached layer); a slider
-redraws the bars alone, and a setting seen before reuses its picture.
+prefix runs the model. A new prompt draws its tick labels and attention once (a cached layer);
+a slider redraws the bars alone, and a setting seen before reuses its picture.
 """
 
 import html
@@ -144,8 +144,9 @@ class SamplingExplorer(BlittedExplorer):
         return [*self.prompt_axes(), *self.bars, self.image]
 
     def cached_layers(self) -> list:
-        # The prompt's tick labels: drawn once per prompt over the static background, kept.
-        return [(self.shown_prompt, self.prompt_axes())]
+        # The prompt's tick labels and attention: drawn once per prompt over the static
+        # background, kept (a slider redraws the bars alone; they overlap neither).
+        return [(self.shown_prompt, [*self.prompt_axes(), self.image])]
 
     def frame_key(self, state):
         if state["error"]:
@@ -191,11 +192,11 @@ class SamplingExplorer(BlittedExplorer):
         if state["prompt"] != self.shown_prompt:
             self.shown_prompt = state["prompt"]
             self.label_axes(view, table)
+            self.image.set_data(view.attention.numpy())             # (L·h, n)
         probs, kept = table["probs"].tolist(), table["kept"].tolist()
         for bar, p, keep in zip(self.bars, probs, kept):
             bar.set_width(max(p - FLOOR, 0.0))                      # from FLOOR to p
             bar.set_color(KEPT if keep else REMOVED)
-        self.image.set_data(view.attention.numpy())                 # (L·h, n)
 
     def describe(self, state) -> str:
         if state["error"]:
