@@ -99,6 +99,37 @@ def test_kind_changes_the_shape_and_the_labels(explorer):
     assert explorer.state["matrix"][:, 4:].sum() == 0          # keys past the valid length
 
 
+
+def _pixels(png: bytes) -> np.ndarray:
+    import io
+    from PIL import Image
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+
+def test_menu_labels_drawn_when_built_give_the_uncached_picture(toy):
+    """The tick labels of every (menu sentence, kind) are drawn when the explorer is built: a
+    first visit pastes them, and the picture and readout are those drawn without any cache."""
+    from utils.widgets.base import GlyphCachingCanvas
+    model, src, tgt = toy
+    explorer = TransformerAttentionExplorer(model, src, tgt, num_steps=8, sentences=SENTENCES)
+    labels = {(tuple(state["rows"]), tuple(state["cols"])) for state in
+              (explorer.compute(s, k, 1, 1) for s in SENTENCES
+               for k in ("encoder", "decoder_self", "cross"))}
+    assert {key[0] for key in explorer._layers} == labels
+    steps = (("kind", "encoder"), ("sentence", "go ."), ("head", 2), ("kind", "decoder_self"),
+             ("sentence", "i lost ."), ("kind", "cross"), ("sentence", "lost go ."))
+    shown = []
+    for name, value in steps:
+        explorer.controls[name].value = value
+        shown.append((explorer.view.value, explorer.readout.value))
+    fresh = TransformerAttentionExplorer(model, src, tgt, num_steps=8, sentences=())
+    for (name, value), (png, readout) in zip(steps, shown):
+        fresh.controls[name].value = value
+        GlyphCachingCanvas(fresh.fig)                          # no glyphs kept
+        fresh._background = None                               # no background, layers, frames
+        assert np.array_equal(_pixels(png), _pixels(fresh.render_png())), (name, value)
+        assert readout == fresh.readout.value
+
 def test_readout_shows_the_reference_of_a_known_sentence(toy):
     model, src, tgt = toy
     explorer = TransformerAttentionExplorer(model, src, tgt, num_steps=8, sentences=SENTENCES,

@@ -305,6 +305,27 @@ class BlittedExplorer(Explorer):
 
     def render_png(self) -> bytes:
         """PNG of the figure as it is now (cached background and layers + animated artists)."""
+        in_layers = self.draw_layers()
+        for artist in self.animated_artists():
+            if id(artist) not in in_layers and artist.get_visible():
+                self.fig.draw_artist(artist)
+        return self.canvas_png()
+
+    def prerender(self, states) -> None:
+        """Draw and keep the cached layers of ``states`` now (e.g. those a menu reaches, when the
+        explorer is built), so that a first visit costs what a later one does; then the artists
+        show ``self.state`` again."""
+        current = self.state
+        for state in states:
+            self.state = state
+            self.draw(state)
+            self.draw_layers()
+        self.state = current
+        self.draw(current)
+
+    def draw_layers(self) -> set:
+        """Restore the background and the deepest kept layer, draw the layers after it (keeping
+        each); returns the ids of the artists in layers."""
         canvas = self.background_canvas()
         if getattr(self, "_layers", None) is None:            # a subclass set the background
             self._layers = collections.OrderedDict()
@@ -328,11 +349,7 @@ class BlittedExplorer(Explorer):
         width, height = canvas.get_width_height()
         while len(self._layers) > max(2, self.layer_bytes // (4 * width * height)):
             self._layers.popitem(last=False)                   # least recently used
-        in_layers = {id(artist) for _key, artists in layers for artist in artists}
-        for artist in self.animated_artists():
-            if id(artist) not in in_layers and artist.get_visible():
-                self.fig.draw_artist(artist)
-        return self.canvas_png()
+        return {id(artist) for _key, artists in layers for artist in artists}
 
     def background_canvas(self) -> FigureCanvasAgg:
         """The Agg canvas, with the static background (everything not animated) cached."""

@@ -100,6 +100,11 @@ class TransformerAttentionExplorer(BlittedExplorer):
         for option in sentences:                         # what the menu offers, computed now
             self.maps_for_one_thread(option)
         super().__init__(controls, figsize=(5.6, 4.6))
+        # The tick labels of every (menu sentence, kind), drawn now: ~40 ms each, 12 for the
+        # lesson's four sentences (~0.5 s); a first visit then costs what a later one does.
+        with one_torch_thread():
+            self.prerender(self.compute(option, kind, 1, 1) for option in sentences
+                           for kind in ATTENTION_KINDS.values())
 
     def maps_for(self, sentence: str):
         """AttentionMaps of ``sentence`` (computed once), or the ValueError it raises."""
