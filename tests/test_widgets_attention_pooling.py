@@ -152,3 +152,30 @@ def test_png_view_changes_and_matches_a_fresh_explorer_after_cache_invalidation(
     explorer.controls["kernel"].value = "laplace"
     fresh = AttentionPoolingExplorer(sigma=0.1, kernel="laplace", n_train=150)
     assert explorer.view.value == fresh.view.value
+
+
+def _pixels(png: bytes) -> np.ndarray:
+    import io
+    from PIL import Image
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+
+def test_axes_kept_when_built_give_the_picture_drawn_in_place(explorer):
+    """The heatmap's x axis (every training size) and the leave-one-out y axis (every top) are
+    drawn when the explorer is built and pasted as sprites: each picture equals the one drawn
+    with every axis drawn in place and no cache."""
+    from utils.widgets.base import GlyphCachingCanvas
+    assert {key[0] for key in explorer._sprites} == {"sizes", "top"} and len(explorer._sprites) >= 27
+    steps = (("n_train", 200), ("sigma", 0.05), ("kernel", "boxcar"), ("n_train", 20),
+             ("kernel", "laplace"), ("n_train", 200), ("sigma", 5.0), ("n_train", 90))
+    shown = []
+    for name, value in steps:
+        explorer.controls[name].value = value
+        shown.append(explorer.view.value)
+    reference = AttentionPoolingExplorer()
+    reference.use_sprites = False                      # the axes drawn in place, as layers
+    for (name, value), png in zip(steps, shown):
+        reference.controls[name].value = value
+        GlyphCachingCanvas(reference.fig)              # no glyphs kept
+        reference._background = None                   # no background, layers, frames
+        assert np.array_equal(_pixels(png), _pixels(reference.render_png())), (name, value)

@@ -12,6 +12,8 @@ import zlib
 
 import ipywidgets as widgets
 from matplotlib.figure import Figure
+from matplotlib.axis import Axis
+from matplotlib.transforms import Bbox
 import numpy as np
 import torch
 from IPython.display import clear_output, display
@@ -97,6 +99,17 @@ def font_height_metrics(prop, dpi: float) -> tuple:
         scale = 1 / font.get_sfnt_table("head")["unitsPerEm"] * prop.get_size_in_points() * dpi / 72
         return table[ascent_key] * scale, -table[descent_key] * scale, table[gap_key] * scale
     return None, None, None
+
+
+def drawn_boxes(artist, renderer) -> list:
+    """Display boxes that hold what ``artist`` draws: its tight box, and for an axis its tick
+    marks too (``Axis.get_tightbbox`` leaves them out)."""
+    box = artist.get_tightbbox(renderer)
+    boxes = [] if box is None else [box]
+    if isinstance(artist, Axis):
+        boxes += [line.get_window_extent(renderer) for tick in artist._update_ticks()
+                  for line in (tick.tick1line, tick.tick2line) if line.get_visible()]
+    return boxes
 
 
 class GlyphCachingRenderer(RendererAgg):
@@ -287,6 +300,9 @@ class BlittedExplorer(Explorer):
     # Canvas copies kept for layers (the largest figures: 1.5 MB each) and PNGs kept per frame.
     layer_bytes = 48 * 2**20
     max_frames = 256
+    # Sprites (regions of a few kB to ~100 kB) kept, and the margin kept around their boxes.
+    max_sprites, sprite_padding = 512, 2
+    use_sprites = True
 
     def animated_artists(self) -> list:
         raise NotImplementedError
@@ -294,6 +310,15 @@ class BlittedExplorer(Explorer):
     def cached_layers(self) -> list:
         """[(key, artists), ...]: drawn in this order over the background, each cached by its
         own key and those before it. The artists must be among ``animated_artists()``."""
+        return []
+
+    def cached_sprites(self) -> list:
+        """[(key, artists), ...], keys unique: groups drawn over the bare background, each kept
+        by its own key alone as the pixels of its box (its artists' tight box, padded) and pasted
+        there before the layers, e.g. a tick axis that follows one slider: unlike a layer, a
+        sprite does not depend on the others, so those a slider reaches can be drawn when the
+        explorer is built (``keep_sprite``). Boxes must not overlap what others draw (tested
+        against ``use_sprites = False``, which draws them in place as the first layers)."""
         return []
 
     def frame_key(self, state: dict):
@@ -329,8 +354,11 @@ class BlittedExplorer(Explorer):
         canvas = self.background_canvas()
         if getattr(self, "_layers", None) is None:            # a subclass set the background
             self._layers = collections.OrderedDict()
+        sprites = self.cached_sprites() if self.use_sprites else []
         layers = self.cached_layers()
-        keys, key = [], ()
+        if not self.use_sprites:                               # their artists, drawn in place
+            layers = [*self.cached_sprites(), *layers]
+        keys, key = [], (tuple(sprite_key for sprite_key, _artists in sprites),)
         for layer_key, _artists in layers:
             key += (layer_key,)
             keys.append(key)
@@ -340,7 +368,10 @@ class BlittedExplorer(Explorer):
                 self._layers.move_to_end(keys[index])
                 start, region = index + 1, self._layers[keys[index]]
                 break
-        canvas.restore_region(region)
+        if start == 0:
+            self.paste_sprites(sprites)                        # over the background
+        else:
+            canvas.restore_region(region)
         for index in range(start, len(layers)):
             for artist in layers[index][1]:
                 if artist.get_visible():
@@ -349,7 +380,44 @@ class BlittedExplorer(Explorer):
         width, height = canvas.get_width_height()
         while len(self._layers) > max(2, self.layer_bytes // (4 * width * height)):
             self._layers.popitem(last=False)                   # least recently used
-        return {id(artist) for _key, artists in layers for artist in artists}
+        return {id(artist) for _key, artists in [*sprites, *layers] for artist in artists}
+
+    def keep_sprite(self, key, artists: list) -> None:
+        """Draw ``artists`` over the bare background and keep the pixels of their box under
+        ``key`` (nothing if kept already). The canvas is left in an undefined state."""
+        canvas = self.background_canvas()
+        if getattr(self, "_sprites", None) is None:
+            self._sprites = collections.OrderedDict()
+        if key in self._sprites:
+            self._sprites.move_to_end(key)
+            return
+        canvas.restore_region(self._background)
+        renderer = canvas.get_renderer()
+        boxes = []
+        for artist in artists:
+            if artist.get_visible():
+                self.fig.draw_artist(artist)
+                boxes += drawn_boxes(artist, renderer)
+        if not boxes:
+            self._sprites[key] = None
+            return
+        box = Bbox.union(boxes).padded(self.sprite_padding)            # antialiased edges
+        (x0, y0), (x1, y1) = np.floor(box.min), np.ceil(box.max)
+        width, height = canvas.get_width_height()
+        box = Bbox([[max(x0, 0), max(y0, 0)], [min(x1, width), min(y1, height)]])
+        self._sprites[key] = canvas.copy_from_bbox(box)
+        while len(self._sprites) > self.max_sprites:
+            self._sprites.popitem(last=False)                          # the oldest
+
+    def paste_sprites(self, sprites: list) -> None:
+        """Restore the background and paste the kept pixels of every sprite (drawn if new)."""
+        for key, artists in sprites:
+            self.keep_sprite(key, artists)
+        canvas = self.fig.canvas
+        canvas.restore_region(self._background)
+        for key, _artists in sprites:
+            if self._sprites[key] is not None:
+                canvas.restore_region(self._sprites[key])
 
     def background_canvas(self) -> FigureCanvasAgg:
         """The Agg canvas, with the static background (everything not animated) cached."""
@@ -367,6 +435,7 @@ class BlittedExplorer(Explorer):
                 artist.set_visible(shown)
             self._layers = collections.OrderedDict()            # they sat on the old background
             self._frames = collections.OrderedDict()
+            self._sprites = collections.OrderedDict()
             self.background_redrawn()
         return canvas
 
