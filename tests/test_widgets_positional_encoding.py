@@ -140,6 +140,12 @@ def test_cached_layers_glyphs_and_frames_give_the_uncached_picture(explorer):
     for (name, value), png in zip(steps, shown):
         fresh.controls[name].value = value
         assert np.array_equal(_decoded(png), _decoded(_uncached_png(fresh))), (name, value)
+    reference = PositionalEncodingExplorer()
+    reference.use_sprites = False                             # the column axis drawn in place
+    for (name, value), png in zip(steps, shown):
+        reference.controls[name].value = value
+        assert np.array_equal(_decoded(png), _decoded(_uncached_png(reference))), (name, value)
+    assert len(explorer._sprites) >= 63                       # every dimension's column axis
     seen = explorer.view.value
     explorer.controls["first_column"].value = 5
     explorer.controls["first_column"].value = 3                # back to a setting seen before
