@@ -6,16 +6,24 @@ executed English lessons show these texts). Translating them leaves the models' 
 they are (``tests/test_code_fingerprint.py``, ``tests/test_translation_models.py``).
 """
 
+import numpy as np
 import pytest
 import torch
 
+from utils.alignment import predicted_links, score_maps
+from utils.bleu import bleu, clipped_precision
 from utils.data import Vocab
 from utils.data_files import find_data_file
+from utils.gold_alignment import parse_gold
+from utils.heldout import split_pairs
 from utils.i18n import ENVIRONMENT_VARIABLE, set_language
-from utils.language_model import check_top_p
+from utils.ibm_model1 import train_model1
+from utils.language_model import DecoderOnlyLM, check_top_p
 from utils.masking import masked_softmax
 from utils.multihead import check_num_heads
+from utils.plotting import plot, show_heatmaps
 from utils.positional import PositionalEncoding, check_encoding_dim
+from utils.reproducibility import set_seed
 from utils.training import encode_source
 from utils.validation import check_positive_int
 
@@ -75,6 +83,61 @@ CASES = {
         lambda: check_positive_int("num_steps", 1, minimum=2),
         "num_steps must be an integer >= 2, got 1",
         "num_steps 必须是 >= 2 的整数，得到的是 1"),
+    # Issue 36's second round: the alignment, BLEU, held-out, IBM Model 1, plotting and seeding
+    # helpers (lessons 1-8 and the exercises call them).
+    "a BLEU order longer than the prediction (lesson 4)": (
+        lambda: clipped_precision(["a"], ["a", "b"], 3),
+        "the prediction has 1 tokens: no 3-grams to count; use n <= 1",
+        "预测只有 1 个词元：没有可统计的 3 元语法；请用 n <= 1"),
+    "a BLEU k below 1 (lesson 4)": (
+        lambda: bleu("a b", "a b", k=0),
+        "k (the longest n-gram) must be a positive int, got 0",
+        "k（最长的 n 元语法）必须是正整数，得到的是 0"),
+    "a pair without French (held-out split)": (
+        lambda: split_pairs([("go .", "va !"), ("run !", " ")]),
+        "pair 1 has an empty French side; remove it before splitting",
+        "句对 1 的法语一侧是空的；请在划分之前删掉它"),
+    "IBM Model 1 with no iterations (lesson 4)": (
+        lambda: train_model1([(["go", "."], ["va", "!"])], iterations=0),
+        "iterations must be an int >= 1, got 0",
+        "iterations 必须是 >= 1 的整数，得到的是 0"),
+    "a map of the wrong shape (lesson 4, exercise 1)": (
+        lambda: predicted_links(torch.zeros(5, 5), ["go", "."], ["va", "!"]),
+        "the map has shape (5, 5), expected (2 or 3, 3 or 2): one row per French token (+ the "
+        "<eos> step), one column per English token (+ <eos>)",
+        "注意力图的形状是 (5, 5)，应为 (2 或 3, 3 或 2)：每个法语词元一行（可再加上预测 <eos> 的那一步），"
+        "每个英语词元一列（可再加上 <eos>）"),
+    "a gold pair's map with NaN (the pair's id is in the template)": (
+        lambda: score_maps([torch.full((3, 3), float("nan"))],
+                           parse_gold("id: 25\nen: go .\nfr: va !\nsure: 1-1 2-2\n")),
+        "pair 25: the map has NaN or infinite weights; score a finite map",
+        "句对 25：注意力图中有 NaN 或无穷大的权重；请对只含有限值的注意力图计分"),
+    "a gold link out of range (exercise 6's parse_gold)": (
+        lambda: parse_gold("id: 1\nen: go .\nfr: va !\nsure: 5-1\n", source="gold.txt"),
+        "gold.txt, line 4: sure link 5-1: English position 5 is out of range (the English "
+        "sentence has 2 tokens, 1..2)",
+        "gold.txt，第 4 行：sure 链接 5-1：英语位置 5 超出了范围（英语句子有 2 个词元，位置为 1..2）"),
+    "reversed colour limits (heat maps)": (
+        lambda: show_heatmaps(np.ones((1, 1, 2, 2)), "keys", "queries", vmin=1, vmax=0.5),
+        "colour limits are reversed: vmin=1 > vmax=0.5",
+        "颜色范围颠倒了：vmin=1 > vmax=0.5"),
+    "one row title too many (heat maps)": (
+        lambda: show_heatmaps(np.ones((1, 2, 3, 4)), "keys", "queries", row_titles=["a", "b"]),
+        "row_titles has 2 entries but the matrices need 1; pass one label per grid row",
+        "row_titles 有 2 项，但矩阵需要 1 项；请为网格的每一行传入一个标签"),
+    "a series with one point too many (plot)": (
+        lambda: plot([1, 2, 3], [4, 5]),
+        "series 0: X has 3 points but Y has 2",
+        "数据系列 0：X 有 3 个点，而 Y 有 2 个"),
+    "a negative seed": (
+        lambda: set_seed(-1),
+        "seed must be a non-negative int, got -1; pass e.g. set_seed(0)",
+        "seed 必须是非负整数，得到的是 -1；例如传入 set_seed(0)"),
+    "a decoder-only model without its config (lesson 8)": (
+        lambda: DecoderOnlyLM("small"),
+        "DecoderOnlyLM takes a DecoderOnlyConfig, got str; build one with "
+        "DecoderOnlyConfig(vocab_size=...)",
+        "DecoderOnlyLM 接受的是 DecoderOnlyConfig，得到的是 str；请用 DecoderOnlyConfig(vocab_size=...) 构建一个"),
 }
 
 
@@ -99,3 +162,25 @@ def test_unknown_words_and_a_missing_data_file_in_chinese(speak, tmp_path):
     said = message(lambda: find_data_file(missing), FileNotFoundError)
     assert said == (f"the path argument points at {missing}, which does not exist; fix the path "
                     f"or leave it unset to use the course's assets/data/fra-eng.txt")
+
+
+def test_a_stored_model_that_cannot_be_read_is_reported_in_chinese(speak, tmp_path, monkeypatch):
+    """``utils.model_cache`` warns, in the notebook's language, before it retrains."""
+    import warnings
+
+    from utils import model_cache
+    monkeypatch.setattr(model_cache, "model_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(model_cache, "settings_key", lambda *args, **kwargs: "k")
+    (tmp_path / "toy-k.pt").write_bytes(b"not a model")
+
+    def train(config, path, **kwargs):
+        raise RuntimeError("trained")
+
+    speak("zh-CN")
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(RuntimeError):
+        warnings.simplefilter("always")
+        model_cache.train_or_load("toy", None, vocabs=lambda config, path: (), build=None,
+                                  train=train, versions={}, result_type=None)
+    said = [str(w.message) for w in caught]
+    assert said and said[0].startswith(f"忽略已存储的模型 {tmp_path / 'toy-k.pt'}（"), said
+    assert said[0].endswith("）；重新训练")

@@ -40,6 +40,7 @@ import math
 import torch
 
 from utils.data import BOS, EOS
+from utils.i18n import _
 
 
 # ============================================================================ gold-set measures
@@ -54,10 +55,11 @@ def is_word(token: str) -> bool:
 
 def _tokens(name: str, tokens) -> list:
     if isinstance(tokens, str) or not isinstance(tokens, (list, tuple)):
-        raise ValueError(f"{name} must be a list of tokens (e.g. sentence.split()), "
-                         f"got {type(tokens).__name__}")
+        raise ValueError(_("{name} must be a list of tokens (e.g. sentence.split()), "
+                           "got {tokens_type}").format(name=name, tokens_type=type(tokens).__name__))
     if not tokens or not all(isinstance(token, str) for token in tokens):
-        raise ValueError(f"{name} must be a non-empty list of str tokens, got {tokens!r}")
+        raise ValueError(_("{name} must be a non-empty list of str tokens, got {tokens!r}").format(
+            name=name, tokens=tokens))
     return list(tokens)
 
 
@@ -89,13 +91,14 @@ def teacher_forced_attention(model, src_vocab, tgt_vocab, english_tokens,
     finally:
         model.train(was_training)
     if not isinstance(weights, torch.Tensor):
-        raise ValueError("the model's decoder has no attention_weights tensor; use a model whose "
-                         "decoder exposes them (e.g. the Bahdanau decoder, not the baseline)")
+        raise ValueError(_("the model's decoder has no attention_weights tensor; use a model whose "
+                           "decoder exposes them (e.g. the Bahdanau decoder, not the baseline)"))
     expected = (1, len(french) + 1, len(english) + 1)
     if tuple(weights.shape) != expected:
-        raise ValueError(f"attention_weights has shape {tuple(weights.shape)}, expected "
-                         f"{expected} (batch, <bos> + French steps, English + <eos>); the "
-                         f"decoder should keep the weights of every step of its last call")
+        raise ValueError(_("attention_weights has shape {shape}, expected {expected} (batch, "
+                           "<bos> + French steps, English + <eos>); the decoder should keep the "
+                           "weights of every step of its last call").format(
+            shape=tuple(weights.shape), expected=expected))
     return weights[0].detach().float().cpu()
 
 
@@ -107,17 +110,29 @@ def _as_map(weights, n_english: int, n_french: int, pair_id=None) -> torch.Tenso
     """
     where = "" if pair_id is None else f"pair {pair_id}: "
     if not isinstance(weights, torch.Tensor):
-        raise ValueError(f"{where}a map must be a tensor (French tokens, source columns), got "
-                         f"{type(weights).__name__}")
+        raise ValueError((_("pair {pair_id}: a map must be a tensor (French tokens, source "
+                            "columns), got {weights_type}") if where else
+                          _("a map must be a tensor (French tokens, source columns), got "
+                            "{weights_type}")).format(pair_id=pair_id,
+                                                      weights_type=type(weights).__name__))
     shape = tuple(weights.shape)
     if (len(shape) != 2 or shape[0] not in (n_french, n_french + 1)
             or shape[1] not in (n_english, n_english + 1)):
-        raise ValueError(f"{where}the map has shape {shape}, expected ({n_french} or "
-                         f"{n_french + 1}, {n_english + 1} or {n_english}): one row per French "
-                         f"token (+ the <eos> step), one column per English token (+ <eos>)")
+        raise ValueError((_("pair {pair_id}: the map has shape {shape}, expected ({n_french} or "
+                            "{n_french_eos}, {n_english_eos} or {n_english}): one row per French "
+                            "token (+ the <eos> step), one column per English token (+ <eos>)")
+                          if where else
+                          _("the map has shape {shape}, expected ({n_french} or {n_french_eos}, "
+                            "{n_english_eos} or {n_english}): one row per French token (+ the "
+                            "<eos> step), one column per English token (+ <eos>)")).format(
+            pair_id=pair_id, shape=shape, n_french=n_french, n_french_eos=n_french + 1,
+            n_english_eos=n_english + 1, n_english=n_english))
     rows = weights[:n_french].detach().float().cpu()                     # (French, columns)
     if not torch.isfinite(rows).all():
-        raise ValueError(f"{where}the map has NaN or infinite weights; score a finite map")
+        raise ValueError((_("pair {pair_id}: the map has NaN or infinite weights; score a finite "
+                            "map") if where else
+                          _("the map has NaN or infinite weights; score a finite map")).format(
+            pair_id=pair_id))
     return rows
 
 
@@ -125,7 +140,8 @@ def _english_words(english) -> list:
     """Column indices of the English words (punctuation and <eos> left out)."""
     columns = [e for e, token in enumerate(english) if is_word(token)]
     if not columns:
-        raise ValueError(f"the English sentence {list(english)} has no word to link to")
+        raise ValueError(_("the English sentence {english} has no word to link to").format(
+            english=list(english)))
     return columns
 
 
@@ -170,8 +186,9 @@ def _paired(maps, gold_pairs) -> tuple:
     """(maps, gold_pairs) as lists of one length, or a one-line ValueError."""
     maps, gold_pairs = list(maps), list(gold_pairs)
     if len(maps) != len(gold_pairs):
-        raise ValueError(f"got {len(maps)} maps for {len(gold_pairs)} gold pairs; pass one map "
-                         f"per pair, in the same order")
+        raise ValueError(_("got {num_maps} maps for {num_pairs} gold pairs; pass one map per "
+                           "pair, in the same order").format(num_maps=len(maps),
+                                                             num_pairs=len(gold_pairs)))
     return maps, gold_pairs
 
 
@@ -204,8 +221,8 @@ def score_maps(maps, gold_pairs, as_drawn: bool = False) -> AlignmentScore:
             total = on_words.sum().item()
             sharpness += on_words.max().item() / total if total > 0 else 1 / len(columns)
     if words == 0:
-        raise ValueError("no French word of these pairs has a gold link; nothing to score "
-                         "(check the pairs' sure/possible links)")
+        raise ValueError(_("no French word of these pairs has a gold link; nothing to score "
+                           "(check the pairs' sure/possible links)"))
     return AlignmentScore(top1=hit_possible / predicted,
                           aer=1 - (hit_sure + hit_possible) / (predicted + sure_count),
                           sharpness=sharpness / words, words=words, pairs=len(gold_pairs),
@@ -293,7 +310,8 @@ def argmax_targets(maps, gold_pairs, words: str = "all") -> dict:
     "others". A map without an ``<eos>`` column never counts "<eos>".
     """
     if words not in ("all", "last", "others"):
-        raise ValueError(f"words must be 'all', 'last' or 'others', got {words!r}")
+        raise ValueError(_("words must be 'all', 'last' or 'others', got {words!r}").format(
+            words=words))
     maps, gold_pairs = _paired(maps, gold_pairs)
     counts = dict.fromkeys(ARGMAX_TARGETS, 0)
     for weights, pair in zip(maps, gold_pairs):
@@ -336,10 +354,10 @@ def ranks(values) -> list:
 def spearman(x, y) -> float | None:
     """Spearman's rank correlation of two equally long sequences; None if either is constant."""
     if len(x) != len(y):
-        raise ValueError(f"spearman needs two sequences of one length, got {len(x)} and "
-                         f"{len(y)}")
+        raise ValueError(_("spearman needs two sequences of one length, got {len_x} and "
+                           "{len_y}").format(len_x=len(x), len_y=len(y)))
     if len(x) < 2:
-        raise ValueError(f"spearman needs at least 2 pairs, got {len(x)}")
+        raise ValueError(_("spearman needs at least 2 pairs, got {len_x}").format(len_x=len(x)))
     rx, ry = ranks(list(x)), ranks(list(y))
     mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
     sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
@@ -353,8 +371,8 @@ def spearman(x, y) -> float | None:
 def word_rows(translation) -> torch.Tensor:
     """The attention rows of the steps that produced a word: (words, source tokens)."""
     if translation.attention is None:
-        raise ValueError("this translation has no attention weights; translate with a model "
-                         "whose decoder exposes them (e.g. the Bahdanau decoder)")
+        raise ValueError(_("this translation has no attention weights; translate with a model "
+                           "whose decoder exposes them (e.g. the Bahdanau decoder)"))
     return translation.attention[:len(translation.tokens)]
 
 
@@ -364,7 +382,8 @@ def eos_weight(translation) -> float | None:
     if rows.shape[0] == 0:
         return None
     if translation.source_tokens[-1] != EOS:
-        raise ValueError(f"the source should end with {EOS}, got {translation.source_tokens}")
+        raise ValueError(_("the source should end with {eos}, got {source_tokens}").format(
+            eos=EOS, source_tokens=translation.source_tokens))
     return rows[:, -1].mean().item()
 
 
@@ -408,7 +427,7 @@ def summarize(translations, min_words: int = 3) -> AlignmentSummary:
             constant += value is None
             mono.append(0.0 if value is None else value)   # no movement: no monotone order
     if not eos:
-        raise ValueError("no translation produced a word; nothing to summarize")
+        raise ValueError(_("no translation produced a word; nothing to summarize"))
     return AlignmentSummary(sum(eos) / len(eos), len(eos),
                             sum(mono) / len(mono) if mono else float("nan"), len(mono),
                             constant)

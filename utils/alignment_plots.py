@@ -58,13 +58,16 @@ def draw_alignment(ax, weights, english, french, pair=None, *, title: str | None
     english, french = list(english), list(french)
     if (data.ndim != 2 or data.shape[0] not in (len(french), len(french) + 1)
             or data.shape[1] not in (len(english), len(english) + 1)):
-        raise ValueError(f"weights have shape {data.shape}, expected ({len(french)} or "
-                         f"{len(french) + 1}, {len(english)} or {len(english) + 1}): one row per "
-                         f"French token (+ <eos>), one column per English token (+ <eos>)")
+        raise ValueError(_("weights have shape {shape}, expected ({n_french} or {n_french_eos}, "
+                           "{n_english} or {n_english_eos}): one row per French token (+ <eos>), "
+                           "one column per English token (+ <eos>)").format(
+            shape=data.shape, n_french=len(french), n_french_eos=len(french) + 1,
+            n_english=len(english), n_english_eos=len(english) + 1))
     if pair is not None and (tuple(pair.english), tuple(pair.french)) != (tuple(english),
                                                                            tuple(french)):
-        raise ValueError(f"the gold pair {pair.id} is {' '.join(pair.english)!r} / "
-                         f"{' '.join(pair.french)!r}, not the sentences given")
+        raise ValueError(_("the gold pair {pair_id} is {english!r} / {french!r}, not the "
+                           "sentences given").format(pair_id=pair.id, english=' '.join(pair.english),
+                                                     french=' '.join(pair.french)))
     image = ax.imshow(data, cmap=cmap, vmin=0, vmax=1, aspect="equal")
     ax.set_xticks(range(data.shape[1]), _labels(english, data.shape[1]), rotation=60,
                   ha="right", rotation_mode="anchor", fontsize=8)
@@ -100,7 +103,7 @@ def compare_maps(pair, maps: dict, *, figsize=None, cmap: str = "Blues", colorba
     import matplotlib.pyplot as plt
 
     if not maps:
-        raise ValueError("maps is empty; pass {title: weights} for at least one model")
+        raise ValueError(_("maps is empty; pass {title: weights} for at least one model"))
     n = len(maps)
     width = 1.2 + 0.34 * (len(pair.english) + 1) * n
     height = 1.3 + 0.3 * (len(pair.french) + 1)

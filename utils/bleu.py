@@ -14,6 +14,8 @@ import collections
 import math
 from typing import Sequence
 
+from utils.i18n import _
+
 
 def _ngram_counts(tokens: list[str], n: int) -> collections.Counter:
     return collections.Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
@@ -24,8 +26,8 @@ def clipped_precision(pred_tokens: list[str], label_tokens: list[str], n: int) -
     pred_counts = _ngram_counts(pred_tokens, n)
     total = sum(pred_counts.values())
     if total == 0:
-        raise ValueError(f"the prediction has {len(pred_tokens)} tokens: no {n}-grams to count; "
-                         f"use n <= {len(pred_tokens)}")
+        raise ValueError(_("the prediction has {num_tokens} tokens: no {n}-grams to count; "
+                           "use n <= {num_tokens}").format(num_tokens=len(pred_tokens), n=n))
     label_counts = _ngram_counts(label_tokens, n)
     matches = sum(min(count, label_counts[gram]) for gram, count in pred_counts.items())
     return matches / total
@@ -35,12 +37,14 @@ def check_bleu_inputs(pred, label, k) -> tuple[list[str], list[str]]:
     """The tokens of ``pred`` and ``label``; a one-line ValueError for a bad ``k``, non-strings
     or an empty label."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k (the longest n-gram) must be a positive int, got {k!r}")
+        raise ValueError(_("k (the longest n-gram) must be a positive int, got {k!r}").format(
+            k=k))
     if not isinstance(pred, str) or not isinstance(label, str):
-        raise ValueError(f"pred and label must be strings of space-separated tokens, got "
-                         f"{type(pred).__name__} and {type(label).__name__}")
+        raise ValueError(_("pred and label must be strings of space-separated tokens, got "
+                           "{pred_type} and {label_type}").format(
+            pred_type=type(pred).__name__, label_type=type(label).__name__))
     if not label.split():
-        raise ValueError("the label is empty; BLEU needs a reference translation with tokens")
+        raise ValueError(_("the label is empty; BLEU needs a reference translation with tokens"))
     return pred.split(), label.split()
 
 
@@ -67,13 +71,14 @@ def corpus_bleu(predictions: Sequence[str], references: Sequence):
     from sacrebleu.metrics import BLEU
 
     if len(predictions) != len(references):
-        raise ValueError(f"{len(predictions)} predictions but {len(references)} references; "
-                         f"pass one reference (or list of references) per prediction")
+        raise ValueError(_("{num_predictions} predictions but {num_references} references; "
+                           "pass one reference (or list of references) per prediction").format(
+            num_predictions=len(predictions), num_references=len(references)))
     if not predictions:
-        raise ValueError("no predictions: corpus BLEU needs at least one sentence")
+        raise ValueError(_("no predictions: corpus BLEU needs at least one sentence"))
     ref_lists = [[r] if isinstance(r, str) else list(r) for r in references]
     if any(not refs for refs in ref_lists):
-        raise ValueError("every prediction needs at least one reference string")
+        raise ValueError(_("every prediction needs at least one reference string"))
     width = max(len(refs) for refs in ref_lists)
     # sacrebleu wants one stream per reference slot; None fills slots a sentence does not use.
     streams = [[refs[j] if j < len(refs) else None for refs in ref_lists] for j in range(width)]
@@ -90,10 +95,12 @@ def bleu_by_length(sources: Sequence[str], predictions: Sequence[str], reference
     27.1) or ("8+", 40, 12.0).
     """
     if len(sources) != len(predictions):
-        raise ValueError(f"{len(sources)} sources but {len(predictions)} predictions; pass one "
-                         f"source per prediction")
+        raise ValueError(_("{num_sources} sources but {num_predictions} predictions; pass one "
+                           "source per prediction").format(num_sources=len(sources),
+                                                           num_predictions=len(predictions)))
     if not edges or any(b <= a for a, b in zip(edges, edges[1:])):
-        raise ValueError(f"edges must be increasing lengths, e.g. [1, 4, 6, 8], got {edges!r}")
+        raise ValueError(_("edges must be increasing lengths, e.g. [1, 4, 6, 8], got "
+                           "{edges!r}").format(edges=edges))
     rows = []
     for i, low in enumerate(edges):
         high = edges[i + 1] if i + 1 < len(edges) else None

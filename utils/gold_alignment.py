@@ -14,6 +14,7 @@ import pathlib
 import re
 
 from utils.data import preprocess, tokenize
+from utils.i18n import _
 
 GOLD_FILE = pathlib.Path(__file__).resolve().parents[1] / "assets" / "alignment" / "gold.txt"
 
@@ -56,16 +57,19 @@ class GoldPair:
 
 
 def _fail(source, line_no: int, problem: str):
-    raise ValueError(f"{source}, line {line_no}: {problem}")
+    raise ValueError(_("{source}, line {line_no}: {problem}").format(
+        source=source, line_no=line_no, problem=problem))
 
 
 def _sentence(source, line_no: int, side: str, text: str) -> tuple[str, ...]:
     tokens = tokenize(text)
     if not tokens:
-        _fail(source, line_no, f"the {side} sentence is empty; write its tokens after '{side}:'")
+        _fail(source, line_no, _("the {side} sentence is empty; write its tokens after "
+                                 "'{side}:'").format(side=side))
     if preprocess(text) != text or " ".join(tokens) != text:
-        _fail(source, line_no, f"the {side} sentence {text!r} is not preprocessed; write it as "
-                               f"{' '.join(tokenize(preprocess(text)))!r}")
+        _fail(source, line_no, _("the {side} sentence {text!r} is not preprocessed; write it as "
+                                 "{preprocessed!r}").format(
+            side=side, text=text, preprocessed=' '.join(tokenize(preprocess(text)))))
     return tuple(tokens)
 
 
@@ -75,17 +79,22 @@ def _links(source, line_no: int, field: str, text: str, n_english: int,
     for item in text.split():
         match = _LINK.fullmatch(item)
         if not match:
-            _fail(source, line_no, f"{field} link {item!r} is not english_position-"
-                                   f"french_position (e.g. 2-3)")
+            _fail(source, line_no, _("{field} link {item!r} is not english_position-"
+                                     "french_position (e.g. 2-3)").format(field=field, item=item))
         e, f = int(match[1]), int(match[2])
         if not 1 <= e <= n_english:
-            _fail(source, line_no, f"{field} link {item}: English position {e} is out of range "
-                                   f"(the English sentence has {n_english} tokens, 1..{n_english})")
+            _fail(source, line_no, _("{field} link {item}: English position {e} is out of range "
+                                     "(the English sentence has {n_english} tokens, "
+                                     "1..{n_english})").format(field=field, item=item, e=e,
+                                                               n_english=n_english))
         if not 1 <= f <= n_french:
-            _fail(source, line_no, f"{field} link {item}: French position {f} is out of range "
-                                   f"(the French sentence has {n_french} tokens, 1..{n_french})")
+            _fail(source, line_no, _("{field} link {item}: French position {f} is out of range "
+                                     "(the French sentence has {n_french} tokens, "
+                                     "1..{n_french})").format(field=field, item=item, f=f,
+                                                              n_french=n_french))
         if (e - 1, f - 1) in links:
-            _fail(source, line_no, f"{field} link {item} is listed twice; keep one")
+            _fail(source, line_no, _("{field} link {item} is listed twice; keep one").format(
+                field=field, item=item))
         links.add((e - 1, f - 1))
     return links
 
@@ -94,21 +103,25 @@ def _pair(source, fields: dict, start: int, seen_ids: dict) -> GoldPair:
     """A GoldPair from one block's ``fields`` {name: (line number, value)}."""
     for name in REQUIRED:
         if name not in fields:
-            _fail(source, start, f"the pair starting here has no '{name}:' line; every pair "
-                                 f"needs {', '.join(REQUIRED)}")
+            _fail(source, start, _("the pair starting here has no '{name}:' line; every pair "
+                                   "needs {required}").format(name=name,
+                                                              required=', '.join(REQUIRED)))
     id_line, id_text = fields["id"]
     if not re.fullmatch(r"[0-9]+", id_text) or int(id_text) < 1:
-        _fail(source, id_line, f"id {id_text!r} is not a positive integer")
+        _fail(source, id_line, _("id {id_text!r} is not a positive integer").format(
+            id_text=id_text))
     pair_id = int(id_text)
     if pair_id in seen_ids:
-        _fail(source, id_line, f"duplicate id {pair_id} (already used on line "
-                               f"{seen_ids[pair_id]}); give each pair its own id")
+        _fail(source, id_line, _("duplicate id {pair_id} (already used on line {first_line}); "
+                                 "give each pair its own id").format(
+            pair_id=pair_id, first_line=seen_ids[pair_id]))
     seen_ids[pair_id] = id_line
     tags_line, tags_text = fields.get("tags", (start, ""))
     tags = tuple(tags_text.split())
     for tag in tags:
         if tag not in TAGS:
-            _fail(source, tags_line, f"unknown tag {tag!r}; use one of {', '.join(TAGS)}")
+            _fail(source, tags_line, _("unknown tag {tag!r}; use one of {tags}").format(
+                tag=tag, tags=', '.join(TAGS)))
     english = _sentence(source, fields["en"][0], "en", fields["en"][1])
     french = _sentence(source, fields["fr"][0], "fr", fields["fr"][1])
     sure_line, sure_text = fields.get("sure", (start, ""))
@@ -119,8 +132,9 @@ def _pair(source, fields: dict, start: int, seen_ids: dict) -> GoldPair:
     both = sorted(sure & possible)
     if both:
         e, f = both[0]
-        _fail(source, possible_line, f"link {e + 1}-{f + 1} is both sure and possible; list it "
-                                     f"under 'sure:' only (sure links are possible too)")
+        _fail(source, possible_line, _("link {e}-{f} is both sure and possible; list it under "
+                                       "'sure:' only (sure links are possible too)").format(
+            e=e + 1, f=f + 1))
     return GoldPair(pair_id, tags, english, french, frozenset(sure), frozenset(sure | possible))
 
 
@@ -142,12 +156,15 @@ def parse_gold(text: str, source="<string>") -> list[GoldPair]:
         name, colon, value = line.partition(":")
         name = name.strip()
         if not colon:
-            _fail(source, line_no, f"expected 'field: value', got {line[:60]!r}")
+            _fail(source, line_no, _("expected 'field: value', got {line!r}").format(
+                line=line[:60]))
         if name not in FIELDS:
-            _fail(source, line_no, f"unknown field {name!r}; use one of {', '.join(FIELDS)}")
+            _fail(source, line_no, _("unknown field {name!r}; use one of {fields}").format(
+                name=name, fields=', '.join(FIELDS)))
         if name in fields:
-            _fail(source, line_no, f"field '{name}' appears twice in one pair (first on line "
-                                   f"{fields[name][0]}); separate pairs with a blank line")
+            _fail(source, line_no, _("field '{name}' appears twice in one pair (first on line "
+                                     "{first_line}); separate pairs with a blank line").format(
+                name=name, first_line=fields[name][0]))
         if not fields:
             start = line_no
         fields[name] = (line_no, value.strip())
@@ -161,8 +178,9 @@ def load_gold(path=None) -> list[GoldPair]:
     """The pairs of ``path`` (default ``GOLD_FILE``); read again only when the file changes."""
     file = pathlib.Path(GOLD_FILE if path is None else path)
     if not file.is_file():
-        raise FileNotFoundError(f"gold alignment file not found: {file}; pass the path of a "
-                                f"gold.txt (default {GOLD_FILE})")
+        raise FileNotFoundError(_("gold alignment file not found: {file}; pass the path of a "
+                                  "gold.txt (default {gold_file})").format(file=file,
+                                                                            gold_file=GOLD_FILE))
     stat = file.stat()
     key = (str(file.resolve()), stat.st_mtime_ns, stat.st_size)
     if key not in _LOADED:

@@ -17,6 +17,7 @@ words) add nothing.
 import torch
 
 from utils.data import EOS, Vocab
+from utils.i18n import _
 
 
 def model1_prior(model1, src_vocab: Vocab, tgt_vocab: Vocab) -> torch.Tensor:
@@ -56,8 +57,9 @@ def guided_alignment_loss(weights: torch.Tensor, prior: torch.Tensor, X: torch.T
     """Per target token (b, tgt_steps): cross-entropy of the attention ``weights``
     (b, tgt_steps, src_steps) against Model 1's posterior; 0 for padding and unlinkable words."""
     if weights.shape != (Y.shape[0], Y.shape[1], X.shape[1]):
-        raise ValueError(f"attention weights must have shape (batch, target steps, source steps) "
-                         f"= {(Y.shape[0], Y.shape[1], X.shape[1])}, got {tuple(weights.shape)}")
+        raise ValueError(_("attention weights must have shape (batch, target steps, source "
+                           "steps) = {expected}, got {shape}").format(
+            expected=(Y.shape[0], Y.shape[1], X.shape[1]), shape=tuple(weights.shape)))
     targets, has_target = alignment_targets(prior, X, X_valid_len, Y)
     real = torch.arange(Y.shape[1], device=Y.device)[None, :] < Y_valid_len[:, None]  # (b, tgt)
     cross_entropy = -(targets * torch.log(weights.clamp_min(1e-9))).sum(dim=-1)       # (b, tgt)

@@ -21,6 +21,7 @@ import hashlib
 from typing import Iterable
 
 from utils.data import preprocess, tokenize
+from utils.i18n import _
 
 HELDOUT_FRACTION = 0.10                    # share of distinct English sentences held out
 SALT = "attention-course/heldout/v1"       # part of the hashed text; fixes the split
@@ -34,11 +35,12 @@ def normalise(english: str) -> str:
     "Go.\u202fNow!" -> "go . now !". Raises ValueError for a non-str or a sentence without words.
     """
     if not isinstance(english, str):
-        raise ValueError(f"the English sentence must be a str, got {type(english).__name__}")
+        raise ValueError(_("the English sentence must be a str, got {english_type}").format(
+            english_type=type(english).__name__))
     words = tokenize(preprocess(english))
     if not words:
-        raise ValueError(f"the English sentence {english!r} has no words; pass a sentence such "
-                         f"as \"i'm home .\"")
+        raise ValueError(_("the English sentence {english!r} has no words; pass a sentence such "
+                           "as \"i'm home .\"").format(english=english))
     return " ".join(words)
 
 
@@ -67,22 +69,26 @@ def split_pairs(pairs: Iterable[tuple[str, str]]
     (str, str) pairs with words on the English side.
     """
     if isinstance(pairs, (str, bytes)) or not hasattr(pairs, "__iter__"):
-        raise ValueError(f"pairs must be an iterable of (English, French) tuples, got "
-                         f"{type(pairs).__name__}")
+        raise ValueError(_("pairs must be an iterable of (English, French) tuples, got "
+                           "{pairs_type}").format(pairs_type=type(pairs).__name__))
     train, heldout = [], []
     decided: dict[str, bool] = {}          # normalised English -> held out (hash each once)
     for i, pair in enumerate(pairs):
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-            raise ValueError(f"pair {i} is {pair!r}; each item must be an (English, French) tuple")
+            raise ValueError(_("pair {i} is {pair!r}; each item must be an (English, French) "
+                               "tuple").format(i=i, pair=pair))
         english, french = pair
         if not isinstance(english, str) or not isinstance(french, str):
-            raise ValueError(f"pair {i} holds {type(english).__name__} and "
-                             f"{type(french).__name__}; both sides must be str")
+            raise ValueError(_("pair {i} holds {english_type} and {french_type}; both sides must "
+                               "be str").format(i=i, english_type=type(english).__name__,
+                                                french_type=type(french).__name__))
         if not french.strip():
-            raise ValueError(f"pair {i} has an empty French side; remove it before splitting")
+            raise ValueError(_("pair {i} has an empty French side; remove it before "
+                               "splitting").format(i=i))
         key = normalise(english) if english.strip() else None
         if key is None:
-            raise ValueError(f"pair {i} has an empty English side; remove it before splitting")
+            raise ValueError(_("pair {i} has an empty English side; remove it before "
+                               "splitting").format(i=i))
         if key not in decided:
             decided[key] = is_held_out(key)
         (heldout if decided[key] else train).append((english, french))

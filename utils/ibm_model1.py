@@ -29,6 +29,8 @@ from typing import Sequence
 
 import torch
 
+from utils.i18n import _
+
 NULL = "<null>"
 
 
@@ -37,40 +39,46 @@ NULL = "<null>"
 def _check_tokens(tokens, what: str) -> list[str]:
     """A non-empty list of string tokens, or a one-line ValueError."""
     if isinstance(tokens, str):
-        raise ValueError(f"{what} is a str; pass a list of tokens (e.g. utils.data.tokenize(s))")
+        raise ValueError(_("{what} is a str; pass a list of tokens (e.g. "
+                           "utils.data.tokenize(s))").format(what=what))
     try:
         tokens = list(tokens)
     except TypeError:
-        raise ValueError(f"{what} is a {type(tokens).__name__}; pass a list of str tokens") from None
+        raise ValueError(_("{what} is a {tokens_type}; pass a list of str tokens").format(
+            what=what, tokens_type=type(tokens).__name__)) from None
     if not tokens:
-        raise ValueError(f"{what} is empty; pass at least one token")
+        raise ValueError(_("{what} is empty; pass at least one token").format(what=what))
     if not all(isinstance(token, str) for token in tokens):
-        raise ValueError(f"{what} has a token that is not a str; pass a list of str tokens")
+        raise ValueError(_("{what} has a token that is not a str; pass a list of str "
+                           "tokens").format(what=what))
     return tokens
 
 
 def _check_pairs(pairs) -> list[tuple[list[str], list[str]]]:
     if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Sequence):
-        raise ValueError(f"pairs must be a list of (english_tokens, french_tokens), "
-                         f"got {type(pairs).__name__}")
+        raise ValueError(_("pairs must be a list of (english_tokens, french_tokens), "
+                           "got {pairs_type}").format(pairs_type=type(pairs).__name__))
     if len(pairs) == 0:
-        raise ValueError("pairs is empty; pass at least one (english_tokens, french_tokens) pair")
+        raise ValueError(_("pairs is empty; pass at least one (english_tokens, french_tokens) "
+                           "pair"))
     checked = []
     for k, pair in enumerate(pairs):
         if isinstance(pair, str) or not isinstance(pair, Sequence) or len(pair) != 2:
-            raise ValueError(f"pair {k} is not an (english_tokens, french_tokens) pair")
+            raise ValueError(_("pair {k} is not an (english_tokens, french_tokens) pair").format(
+                k=k))
         english = _check_tokens(pair[0], f"the English sentence of pair {k}")
         french = _check_tokens(pair[1], f"the French sentence of pair {k}")
         if NULL in english:
-            raise ValueError(f"the English sentence of pair {k} contains the reserved token "
-                             f"{NULL!r}; rename or drop that token")
+            raise ValueError(_("the English sentence of pair {k} contains the reserved token "
+                               "{null!r}; rename or drop that token").format(k=k, null=NULL))
         checked.append((english, french))
     return checked
 
 
 def _check_iterations(iterations) -> int:
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise ValueError(f"iterations must be an int >= 1, got {iterations!r}")
+        raise ValueError(_("iterations must be an int >= 1, got {iterations!r}").format(
+            iterations=iterations))
     return iterations
 
 
@@ -98,12 +106,14 @@ class Model1:
 
     def _english_row(self, e: str) -> int:
         if e not in self.english_index:
-            raise ValueError(f"unknown English word {e!r}: it is not in the training pairs")
+            raise ValueError(_("unknown English word {e!r}: it is not in the training "
+                               "pairs").format(e=e))
         return self.english_index[e]
 
     def _french_column(self, f: str) -> int:
         if f not in self.french_index:
-            raise ValueError(f"unknown French word {f!r}: it is not in the training pairs")
+            raise ValueError(_("unknown French word {f!r}: it is not in the training "
+                               "pairs").format(f=f))
         return self.french_index[f]
 
     def translation_probability(self, f: str, e: str) -> float:

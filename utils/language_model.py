@@ -147,9 +147,9 @@ class DecoderOnlyLM(nn.Module):
     def __init__(self, config: DecoderOnlyConfig):
         super().__init__()
         if not isinstance(config, DecoderOnlyConfig):
-            raise ValueError(f"DecoderOnlyLM takes a DecoderOnlyConfig, got "
-                             f"{type(config).__name__}; build one with "
-                             f"DecoderOnlyConfig(vocab_size=...)")
+            raise ValueError(_("DecoderOnlyLM takes a DecoderOnlyConfig, got {config_type}; "
+                               "build one with DecoderOnlyConfig(vocab_size=...)").format(
+                config_type=type(config).__name__))
         self.config = config
         d = config.num_hiddens
         self.embedding = nn.Embedding(config.vocab_size, d)

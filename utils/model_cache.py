@@ -21,6 +21,7 @@ from typing import Callable
 import torch
 
 from utils.data import cache_dir, read_pairs
+from utils.i18n import _
 from utils.training import TrainResult
 
 
@@ -70,13 +71,14 @@ def train_or_load(kind: str, config, *, vocabs: Callable, build: Callable, train
                 saved = torch.load(candidate, map_location="cpu", weights_only=True)
                 vocab_list = tuple(vocabs(config, path))
                 if saved["vocab_sizes"] != [len(vocab) for vocab in vocab_list]:
-                    raise ValueError("vocabulary sizes differ")
+                    raise ValueError(_("vocabulary sizes differ"))
                 model = build(config, *vocab_list)
                 model.load_state_dict(saved["state_dict"])
                 model.eval()
                 return (model, *vocab_list, result_type(**saved["result"]), candidate, True)
             except Exception as error:   # noqa: BLE001 - any unreadable file means: retrain
-                warnings.warn(f"ignoring the stored model {candidate} ({error}); retraining",
+                warnings.warn(_("ignoring the stored model {candidate} ({error}); "
+                                "retraining").format(candidate=candidate, error=error),
                               UserWarning, stacklevel=3)
     model, *vocab_list, result = train(config, path, **train_kwargs)
     if use_cache:

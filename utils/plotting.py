@@ -27,6 +27,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from utils.i18n import _
+
 DEFAULT_FMTS = ("-", "m--", "g-.", "r:")
 NO_PROGRESS_ENV = "ATTENTION_COURSE_NO_PROGRESS"
 _TRUE_WORDS = {"1", "true", "yes", "on"}
@@ -42,8 +44,8 @@ def _to_numpy(data: Any, name: str) -> np.ndarray:
     try:
         array = np.asarray(data, dtype=float)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must hold real numbers (a tensor, array or list); "
-                         f"could not convert it: {error}") from None
+        raise ValueError(_("{name} must hold real numbers (a tensor, array or list); "
+                           "could not convert it: {error}").format(name=name, error=error)) from None
     return array
 
 
@@ -70,9 +72,9 @@ def _figure_mimebundle(fig) -> dict:
 
 def _check_positive(values: np.ndarray, scale: str, axis: str) -> None:
     if scale == "log" and values.size and not (values[np.isfinite(values)] > 0).all():
-        raise ValueError(f"{axis}scale='log' needs positive {axis} values, got minimum "
-                         f"{np.nanmin(values):g}; use {axis}scale='linear' or drop the "
-                         f"non-positive points")
+        raise ValueError(_("{axis}scale='log' needs positive {axis} values, got minimum "
+                           "{minimum:g}; use {axis}scale='linear' or drop the non-positive "
+                           "points").format(axis=axis, minimum=np.nanmin(values)))
 
 
 def _configure_axes(ax, xlabel, ylabel, xlim, ylim, xscale, yscale) -> None:
@@ -92,11 +94,13 @@ def _configure_axes(ax, xlabel, ylabel, xlim, ylim, xscale, yscale) -> None:
 
 def _check_styles(n_series: int, fmts: Sequence[str], legend: Sequence[str] | None) -> None:
     if n_series > len(fmts):
-        raise ValueError(f"{n_series} series but only {len(fmts)} formats in fmts={tuple(fmts)}; "
-                         f"pass one format per series")
+        raise ValueError(_("{n_series} series but only {num_fmts} formats in fmts={fmts}; "
+                           "pass one format per series").format(
+            n_series=n_series, num_fmts=len(fmts), fmts=tuple(fmts)))
     if legend is not None and len(legend) != n_series:
-        raise ValueError(f"legend has {len(legend)} entries but there are {n_series} series; "
-                         f"pass one legend entry per series")
+        raise ValueError(_("legend has {num_entries} entries but there are {n_series} series; "
+                           "pass one legend entry per series").format(
+            num_entries=len(legend), n_series=n_series))
 
 
 # ----------------------------------------------------------------------------- heatmaps
@@ -131,9 +135,9 @@ class HeatmapGrid:
         """
         data = _heatmap_data(matrices)
         if data.shape != self.shape:
-            raise ValueError(f"update() needs matrices of shape {self.shape} "
-                             f"(rows, cols, queries, keys) like the grid, got {data.shape}; "
-                             f"call show_heatmaps() again for a new shape")
+            raise ValueError(_("update() needs matrices of shape {expected} (rows, cols, queries, "
+                               "keys) like the grid, got {shape}; call show_heatmaps() again for "
+                               "a new shape").format(expected=self.shape, shape=data.shape))
         for (i, j), image in np.ndenumerate(self.images):
             image.set_array(data[i, j])
         low, high = _colour_limits(data, self.vmin, self.vmax)
@@ -159,15 +163,15 @@ class HeatmapGrid:
 def _heatmap_data(matrices) -> np.ndarray:
     data = _to_numpy(matrices, "matrices")
     if data.ndim != 4:
-        raise ValueError(f"matrices must have shape (rows, cols, queries, keys), got shape "
-                         f"{data.shape}; for a single (queries, keys) matrix m pass "
-                         f"m.reshape(1, 1, *m.shape)")
+        raise ValueError(_("matrices must have shape (rows, cols, queries, keys), got shape "
+                           "{shape}; for a single (queries, keys) matrix m pass "
+                           "m.reshape(1, 1, *m.shape)").format(shape=data.shape))
     if 0 in data.shape:
-        raise ValueError(f"matrices of shape {data.shape} (rows, cols, queries, keys) are empty; "
-                         f"every axis needs at least one entry")
+        raise ValueError(_("matrices of shape {shape} (rows, cols, queries, keys) are empty; "
+                           "every axis needs at least one entry").format(shape=data.shape))
     if not np.isfinite(data).all():
-        raise ValueError("matrices contain NaN or infinite values; heatmaps need finite numbers "
-                         "(plot attention weights, or replace masked scores first)")
+        raise ValueError(_("matrices contain NaN or infinite values; heatmaps need finite numbers "
+                           "(plot attention weights, or replace masked scores first)"))
     return data
 
 
@@ -175,7 +179,8 @@ def _colour_limits(data: np.ndarray, vmin: float | None, vmax: float | None):
     low = float(data.min()) if vmin is None else float(vmin)
     high = float(data.max()) if vmax is None else float(vmax)
     if high < low:
-        raise ValueError(f"colour limits are reversed: vmin={low:g} > vmax={high:g}")
+        raise ValueError(_("colour limits are reversed: vmin={low:g} > vmax={high:g}").format(
+            low=low, high=high))
     if high == low:                                  # constant data: widen so the colour bar works
         pad = 0.05 * abs(low) or 0.05
         low, high = low - pad, high + pad
@@ -202,14 +207,17 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5), cma
     data = _heatmap_data(matrices)
     rows, cols = data.shape[:2]
     if titles is not None and len(titles) != cols:
-        raise ValueError(f"titles has {len(titles)} entries but the grid has {cols} columns; "
-                         f"pass one title per column")
+        raise ValueError(_("titles has {num_titles} entries but the grid has {cols} columns; "
+                           "pass one title per column").format(num_titles=len(titles), cols=cols))
     for name, labels, size in (("xticklabels", xticklabels, data.shape[3]),
                                ("yticklabels", yticklabels, data.shape[2]),
                                ("row_titles", row_titles, rows)):
         if labels is not None and len(labels) != size:
-            raise ValueError(f"{name} has {len(labels)} entries but the matrices need {size}; "
-                             f"pass one label per {'grid row' if name == 'row_titles' else 'entry'}")
+            raise ValueError((_("{name} has {num_labels} entries but the matrices need {size}; "
+                                "pass one label per grid row") if name == "row_titles" else
+                              _("{name} has {num_labels} entries but the matrices need {size}; "
+                                "pass one label per entry")).format(
+                name=name, num_labels=len(labels), size=size))
     low, high = _colour_limits(data, vmin, vmax)
 
     from matplotlib.colors import Normalize
@@ -249,21 +257,22 @@ def _as_series(data, name: str) -> list[np.ndarray]:
             return [array]
         if array.ndim == 2:
             return list(array)                       # (series, points): one row per series
-        raise ValueError(f"{name} must be 1-D (one series) or 2-D (series, points), "
-                         f"got shape {array.shape}")
+        raise ValueError(_("{name} must be 1-D (one series) or 2-D (series, points), "
+                           "got shape {shape}").format(name=name, shape=array.shape))
     try:
         items = list(data)
     except TypeError:
-        raise ValueError(f"{name} must be a sequence of numbers or of series, "
-                         f"got {data!r}") from None
+        raise ValueError(_("{name} must be a sequence of numbers or of series, "
+                           "got {data!r}").format(name=name, data=data)) from None
     if not items:
-        raise ValueError(f"{name} is empty; pass at least one point")
+        raise ValueError(_("{name} is empty; pass at least one point").format(name=name))
     if np.ndim(_to_numpy(items[0], name)) == 0:      # a list of numbers is one series
         return [_to_numpy(items, name)]
     series = [_to_numpy(item, name) for item in items]
     for k, s in enumerate(series):
         if s.ndim != 1:
-            raise ValueError(f"{name}[{k}] must be 1-D, got shape {s.shape}")
+            raise ValueError(_("{name}[{k}] must be 1-D, got shape {shape}").format(
+                name=name, k=k, shape=s.shape))
     return series
 
 
@@ -284,18 +293,20 @@ def plot(X, Y=None, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
     if len(xs) == 1 and len(ys) > 1:
         xs = xs * len(ys)                            # one X shared by every Y series
     if len(xs) != len(ys):
-        raise ValueError(f"X has {len(xs)} series but Y has {len(ys)}; pass one X series "
-                         f"shared by all, or one per Y series")
+        raise ValueError(_("X has {num_x} series but Y has {num_y}; pass one X series "
+                           "shared by all, or one per Y series").format(num_x=len(xs),
+                                                                        num_y=len(ys)))
     for k, (x, y) in enumerate(zip(xs, ys)):
         if len(x) != len(y):
-            raise ValueError(f"series {k}: X has {len(x)} points but Y has {len(y)}")
+            raise ValueError(_("series {k}: X has {num_x} points but Y has {num_y}").format(
+                k=k, num_x=len(x), num_y=len(y)))
         _check_positive(x, xscale, "x")
         _check_positive(y, yscale, "y")
     _check_styles(len(ys), fmts, legend)
 
     if axes is None:
         import matplotlib.pyplot as plt
-        _, axes = plt.subplots(figsize=figsize, layout="constrained")
+        _figure, axes = plt.subplots(figsize=figsize, layout="constrained")
     else:
         axes.cla()
     for x, y, fmt in zip(xs, ys, fmts):
@@ -323,7 +334,8 @@ class Animator:
                  figsize=(3.5, 2.5), *, min_interval: float = 0.2, live: bool | None = None):
         from matplotlib.figure import Figure       # not pyplot: Jupyter must not show it again
         if min_interval < 0:
-            raise ValueError(f"min_interval must be >= 0 seconds, got {min_interval}")
+            raise ValueError(_("min_interval must be >= 0 seconds, got {min_interval}").format(
+                min_interval=min_interval))
         self.fig = Figure(figsize=figsize, layout="constrained")
         self.axes = list(np.ravel(self.fig.subplots(nrows, ncols, squeeze=False)))
         self.legend = list(legend) if legend else None
@@ -337,7 +349,8 @@ class Animator:
         self.min_interval = min_interval
         self._shell = None if live is False else _kernel_shell()
         if live and self._shell is None:
-            raise ValueError("live=True needs a running Jupyter kernel; use live=None to detect it")
+            raise ValueError(_("live=True needs a running Jupyter kernel; use live=None to "
+                               "detect it"))
         self._handle = None          # display handle of this cell's figure output
         self._last_draw = -float("inf")
         self._pending = False        # points recorded but not yet drawn
@@ -351,15 +364,16 @@ class Animator:
         ys = list(y) if isinstance(y, (list, tuple)) or np.ndim(y) == 1 else [y]
         xs = list(x) if isinstance(x, (list, tuple)) or np.ndim(x) == 1 else [x] * len(ys)
         if len(xs) != len(ys):
-            raise ValueError(f"add() got {len(xs)} x values for {len(ys)} y values; pass one x "
-                             f"or one per y")
+            raise ValueError(_("add() got {num_x} x values for {num_y} y values; pass one x "
+                               "or one per y").format(num_x=len(xs), num_y=len(ys)))
         if not self.Y:                               # first call fixes the number of series
             _check_styles(len(ys), self.fmts, self.legend)
             self.X = [[] for _ in ys]
             self.Y = [[] for _ in ys]
         elif len(ys) != len(self.Y):
-            raise ValueError(f"add() got {len(ys)} y values but the first call had "
-                             f"{len(self.Y)}; pass one value per series (None to skip one)")
+            raise ValueError(_("add() got {num_y} y values but the first call had {first}; "
+                               "pass one value per series (None to skip one)").format(
+                num_y=len(ys), first=len(self.Y)))
         for k, (a, b) in enumerate(zip(xs, ys)):
             if a is None or b is None:
                 continue
@@ -437,8 +451,9 @@ def progress_disabled() -> bool:
         return True
     if value in _FALSE_WORDS:
         return False
-    raise ValueError(f"{NO_PROGRESS_ENV}={value!r} is not understood; set it to 1 to hide "
-                     f"progress bars or 0 (or unset it) to show them")
+    raise ValueError(_("{variable}={value!r} is not understood; set it to 1 to hide "
+                       "progress bars or 0 (or unset it) to show them").format(
+        variable=NO_PROGRESS_ENV, value=value))
 
 
 def progress(iterable: Iterable | None = None, **kw):

@@ -7,6 +7,8 @@ import sys
 import numpy as np
 import torch
 
+from utils.i18n import _
+
 
 def set_seed(seed: int = 0, deterministic: bool = True) -> None:
     """Seed Python's ``random``, NumPy and PyTorch; switch on deterministic algorithms.
@@ -15,7 +17,8 @@ def set_seed(seed: int = 0, deterministic: bool = True) -> None:
     wants its own random stream, use ``seeded_generator``.
     """
     if not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}; pass e.g. set_seed(0)")
+        raise ValueError(_("seed must be a non-negative int, got {seed!r}; pass e.g. "
+                           "set_seed(0)").format(seed=seed))
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
