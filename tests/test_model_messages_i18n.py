@@ -88,7 +88,7 @@ CASES = {
     "a BLEU order longer than the prediction (lesson 4)": (
         lambda: clipped_precision(["a"], ["a", "b"], 3),
         "the prediction has 1 tokens: no 3-grams to count; use n <= 1",
-        "预测只有 1 个词元：没有可统计的 3 元语法；请用 n <= 1"),
+        "预测只有 1 个词元：没有 3 元语法可数；请使用 n <= 1"),
     "a BLEU k below 1 (lesson 4)": (
         lambda: bleu("a b", "a b", k=0),
         "k (the longest n-gram) must be a positive int, got 0",
