@@ -183,4 +183,4 @@ def test_a_stored_model_that_cannot_be_read_is_reported_in_chinese(speak, tmp_pa
                                   train=train, versions={}, result_type=None)
     said = [str(w.message) for w in caught]
     assert said and said[0].startswith(f"忽略已存储的模型 {tmp_path / 'toy-k.pt'}（"), said
-    assert said[0].endswith("）；重新训练")
+    assert said[0].endswith("）；将重新训练")
