@@ -6,8 +6,10 @@ Builds a class from the released student notebook (every third student answers w
 instructor's solutions, the others hand in the untouched student version or a wrong answer),
 then times `python -m utils.grading autograde --workers N --force` on the same submissions in
 fresh course directories, the whole command (start-up included) as an instructor runs it. Prints
-submissions per minute, CPU seconds per submission (the processes it reaped), how many cores the
-whole machine kept busy meanwhile (/proc/stat), the speed-up, and checks
+submissions per minute, CPU seconds per submission (the processes it reaped), how many cores
+grading used on average and how many the whole machine kept busy meanwhile (/proc/stat: when
+the second is near all cores but the first is well below, other work held the CPU and the wall
+times say little), the speed-up, and checks
 that both runs export the same grade table. With two class sizes it also prints the cost of one
 more submission (the difference of the two runs), which is what a large class pays.
 """
@@ -111,10 +113,11 @@ def main(argv=None) -> int:
             same = same and results[size, 1][2] == results[size, 2][2]
     cores = os.cpu_count() or 1
     rows = [[size, workers, f"{wall:.1f}", f"{size / wall * 60:.1f}", f"{cpu / size:.2f}",
-             f"{busy * cores:.2f} of {cores}"]
+             f"{cpu / wall:.2f}", f"{busy * cores:.2f} of {cores}"]
             for (size, workers), (wall, cpu, _, _, busy) in results.items()]
     print_table(["students", "workers", "wall s (start-up included)", "submissions / min",
-                 "CPU s / submission (reaped processes)", "cores busy (whole machine)"], rows)
+                 "CPU s / submission (reaped processes)", "cores used by grading (CPU / wall)",
+                 "cores busy (whole machine)"], rows)
     print("\nInside a worker, per submission (median seconds): grading (sandbox and tests, wall; "
           "the worker's own CPU), then recording in the gradebook (wall; CPU)")
     print_table(["students", "workers", *PHASES],
