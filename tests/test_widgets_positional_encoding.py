@@ -140,16 +140,24 @@ def test_cached_layers_glyphs_and_frames_give_the_uncached_picture(explorer):
     for (name, value), png in zip(steps, shown):
         fresh.controls[name].value = value
         assert np.array_equal(_decoded(png), _decoded(_uncached_png(fresh))), (name, value)
-    reference = PositionalEncodingExplorer()
-    reference.use_sprites = False                             # the column axis drawn in place
-    for (name, value), png in zip(steps, shown):
-        reference.controls[name].value = value
-        assert np.array_equal(_decoded(png), _decoded(_uncached_png(reference))), (name, value)
-    assert len(explorer._sprites) >= 63                       # every dimension's column axis
     seen = explorer.view.value
     explorer.controls["first_column"].value = 5
     explorer.controls["first_column"].value = 3                # back to a setting seen before
     assert explorer.view.value == seen
+    # The tick axes are sprites: every picture equals the one drawn with them in place.
+    edges = (("dim", 128), ("positions", (0, 60)), ("dim", 4), ("positions", (3, 200)),
+             ("dim", 128), ("positions", (0, 59)))           # ticks meeting at an axes corner
+    steps += (("first_column", 3), *edges)
+    shown.append(seen)
+    for name, value in edges:
+        explorer.controls[name].value = value
+        shown.append(explorer.view.value)
+    reference = PositionalEncodingExplorer()
+    reference.use_sprites = False                             # the tick axes drawn in place
+    for (name, value), png in zip(steps, shown):
+        reference.controls[name].value = value
+        assert np.array_equal(_decoded(png), _decoded(_uncached_png(reference))), (name, value)
+    assert len(explorer._sprites) >= 63                       # every dimension's column axis
 
 
 def test_rgb_png_is_lossless():

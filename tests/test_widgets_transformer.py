@@ -115,7 +115,7 @@ def test_menu_labels_drawn_when_built_give_the_uncached_picture(toy):
     labels = {(tuple(state["rows"]), tuple(state["cols"])) for state in
               (explorer.compute(s, k, 1, 1) for s in SENTENCES
                for k in ("encoder", "decoder_self", "cross"))}
-    assert {key[0] for key in explorer._layers} == labels
+    assert {key[-1] for key in explorer._layers} == labels     # (sprites, labels)
     steps = (("kind", "encoder"), ("sentence", "go ."), ("head", 2), ("kind", "decoder_self"),
              ("sentence", "i lost ."), ("kind", "cross"), ("sentence", "lost go ."))
     shown = []

@@ -314,11 +314,11 @@ class BlittedExplorer(Explorer):
 
     def cached_sprites(self) -> list:
         """[(key, artists), ...], keys unique: groups drawn over the bare background, each kept
-        by its own key alone as the pixels of its box (its artists' tight box, padded) and pasted
-        there before the layers, e.g. a tick axis that follows one slider: unlike a layer, a
-        sprite does not depend on the others, so those a slider reaches can be drawn when the
-        explorer is built (``keep_sprite``). Boxes must not overlap what others draw (tested
-        against ``use_sprites = False``, which draws them in place as the first layers)."""
+        by its own key alone as the pixels it changed in its box (its artists' tight box, padded)
+        and pasted there before the layers, e.g. a tick axis that follows one slider: unlike a
+        layer, a sprite does not depend on the others, so those a slider reaches can be drawn
+        when the explorer is built (``keep_sprite``). No pixel may be drawn by two sprites
+        (tested against ``use_sprites = False``: drawn in place as the first layers)."""
         return []
 
     def frame_key(self, state: dict):
@@ -356,8 +356,8 @@ class BlittedExplorer(Explorer):
             self._layers = collections.OrderedDict()
         sprites = self.cached_sprites() if self.use_sprites else []
         layers = self.cached_layers()
-        if not self.use_sprites:                               # their artists, drawn in place
-            layers = [*self.cached_sprites(), *layers]
+        if not self.use_sprites or self.sprites_collide(sprites):     # drawn in place
+            sprites, layers = [], [*self.cached_sprites(), *layers]
         keys, key = [], (tuple(sprite_key for sprite_key, _artists in sprites),)
         for layer_key, _artists in layers:
             key += (layer_key,)
@@ -383,8 +383,8 @@ class BlittedExplorer(Explorer):
         return {id(artist) for _key, artists in [*sprites, *layers] for artist in artists}
 
     def keep_sprite(self, key, artists: list) -> None:
-        """Draw ``artists`` over the bare background and keep the pixels of their box under
-        ``key`` (nothing if kept already). The canvas is left in an undefined state."""
+        """Draw ``artists`` over the bare background and keep, under ``key``, the pixels of their
+        box that they changed (nothing if kept already). The canvas is left undefined."""
         canvas = self.background_canvas()
         if getattr(self, "_sprites", None) is None:
             self._sprites = collections.OrderedDict()
@@ -392,32 +392,60 @@ class BlittedExplorer(Explorer):
             self._sprites.move_to_end(key)
             return
         canvas.restore_region(self._background)
+        bare = np.asarray(canvas.buffer_rgba()).copy()                 # (h, w, 4)
         renderer = canvas.get_renderer()
         boxes = []
         for artist in artists:
             if artist.get_visible():
                 self.fig.draw_artist(artist)
                 boxes += drawn_boxes(artist, renderer)
-        if not boxes:
-            self._sprites[key] = None
-            return
-        box = Bbox.union(boxes).padded(self.sprite_padding)            # antialiased edges
-        (x0, y0), (x1, y1) = np.floor(box.min), np.ceil(box.max)
-        width, height = canvas.get_width_height()
-        box = Bbox([[max(x0, 0), max(y0, 0)], [min(x1, width), min(y1, height)]])
-        self._sprites[key] = canvas.copy_from_bbox(box)
+        self._sprites[key] = None
+        if boxes:
+            box = Bbox.union(boxes).padded(self.sprite_padding)        # antialiased edges
+            height, width = bare.shape[:2]
+            left, right = max(int(np.floor(box.x0)), 0), min(int(np.ceil(box.x1)), width)
+            top = max(height - int(np.ceil(box.y1)), 0)                  # rows count down
+            bottom = min(height - int(np.floor(box.y0)), height)
+            pixels = np.asarray(canvas.buffer_rgba())[top:bottom, left:right].copy()
+            changed = (pixels != bare[top:bottom, left:right]).any(axis=2)     # (h', w')
+            self._sprites[key] = (top, left, pixels, changed[..., None])
         while len(self._sprites) > self.max_sprites:
             self._sprites.popitem(last=False)                          # the oldest
 
+    def sprites_collide(self, sprites: list) -> bool:
+        """Whether two of ``sprites`` (kept now if new) change the same pixel, e.g. two tick
+        marks at an axes corner: then they are drawn in place, so that both blend as before."""
+        for key, artists in sprites:
+            self.keep_sprite(key, artists)
+        kept = [self._sprites[key] for key, _artists in sprites if self._sprites[key] is not None]
+        for index, (top, left, pixels, changed) in enumerate(kept):
+            for other_top, other_left, other_pixels, other_changed in kept[index + 1:]:
+                rows = slice(max(top, other_top),
+                             min(top + pixels.shape[0], other_top + other_pixels.shape[0]))
+                cols = slice(max(left, other_left),
+                             min(left + pixels.shape[1], other_left + other_pixels.shape[1]))
+                if rows.start >= rows.stop or cols.start >= cols.stop:
+                    continue                                           # boxes apart
+                mine = changed[rows.start - top:rows.stop - top, cols.start - left:cols.stop - left]
+                theirs = other_changed[rows.start - other_top:rows.stop - other_top,
+                                       cols.start - other_left:cols.stop - other_left]
+                if np.logical_and(mine, theirs).any():
+                    return True
+        return False
+
     def paste_sprites(self, sprites: list) -> None:
-        """Restore the background and paste the kept pixels of every sprite (drawn if new)."""
+        """Restore the background and paste the changed pixels of every sprite (drawn if new):
+        boxes may overlap, as long as no pixel is drawn by two sprites."""
         for key, artists in sprites:
             self.keep_sprite(key, artists)
         canvas = self.fig.canvas
         canvas.restore_region(self._background)
+        view = np.asarray(canvas.buffer_rgba())                        # (h, w, 4), the canvas
         for key, _artists in sprites:
             if self._sprites[key] is not None:
-                canvas.restore_region(self._sprites[key])
+                top, left, pixels, changed = self._sprites[key]
+                region = view[top:top + pixels.shape[0], left:left + pixels.shape[1]]
+                np.copyto(region, pixels, where=changed)
 
     def background_canvas(self) -> FigureCanvasAgg:
         """The Agg canvas, with the static background (everything not animated) cached."""
