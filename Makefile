@@ -45,13 +45,14 @@ lab: $(STAMP)
 
 # `make test` runs two lanes at once, one per core (GNU make and a POSIX shell, no extra tool):
 # - lane 1: every unit, parity and browser test, the grading tests not named below, the
-#   fresh-clone test, the training tests and the LMS export tests, then the English lessons and
+#   fresh-clone test, the Bahdanau training test and the LMS export tests, then the English lessons and
 #   exercises under strict nbval, on this machine's own CPU kernels;
 # - lane 2: the Chinese lessons and exercises under strict nbval on torch's generic CPU kernels,
 #   so an output that holds only with this machine's SIMD kernels (AVX-512 here, AVX2 elsewhere)
 #   fails here, not on a student's machine; then the tests that grade in the sandbox and check
 #   what it leaves behind (hostile, resume, exercise, feedback, null-submission, workflow, fault
-#   and Chinese-grading tests), one after another.
+#   and Chinese-grading tests), one after another, and the Transformer's training test (2 min:
+#   with it the lanes end at about one time).
 # Each notebook runs once: a Chinese notebook's code is its English notebook's up to comments
 # and strings and prints the same numbers (tests/test_i18n.py), so the English run covers this
 # machine's kernels and the Chinese run the generic ones, for both languages.
@@ -69,7 +70,8 @@ LANE1_UIDS := ATTENTION_COURSE_SANDBOX_UID_BASE=61128
 LANE2_TESTS := tests/test_grading_hostile.py tests/test_grading_resume.py \
                tests/test_exercises.py tests/test_feedback_diagnoses.py \
                tests/test_grading_workflow.py tests/test_null_submissions.py \
-               tests/test_grading_faults.py tests/test_grading_chinese.py
+               tests/test_grading_faults.py tests/test_grading_chinese.py \
+               tests/test_training_transformer.py
 LANE2_LOG := tests/artifacts/lane2.log
 CHINESE_NOTEBOOKS := $(wildcard chapters/*/lesson.zh-CN.ipynb chapters/*/exercises.zh-CN.ipynb)
 
