@@ -149,6 +149,21 @@ def _error_lines(result) -> str:
 
 def _nbgrader(settings, args, *command, extra_env=None) -> None:
     result = course_mod.run_nbgrader(settings, *command, quiet=args.quiet, extra_env=extra_env)
+    _check_nbgrader(settings, args, command, result)
+
+
+def _nbgrader_batch(settings, args, commands) -> list:
+    """Run nbgrader ``commands`` in one process (``course.run_nbgrader_batch``); returns a
+    callable per command that raises as ``_nbgrader`` would if that command failed."""
+    results = course_mod.run_nbgrader_batch(settings, commands, quiet=args.quiet)
+    results += [None] * (len(commands) - len(results))        # not run: an earlier one failed
+    return [lambda command=command, result=result: _check_nbgrader(settings, args, command, result)
+            for command, result in zip(commands, results)]
+
+
+def _check_nbgrader(settings, args, command, result) -> None:
+    if result is None:
+        raise RuntimeError(f"nbgrader {' '.join(command)} did not run: an earlier command failed")
     if result.returncode != 0:
         full = "No space left on device" in (result.stderr or "") or \
             diskfull.free_bytes(settings.course_dir) < 2 ** 20
@@ -224,22 +239,48 @@ def cmd_table(args) -> int:
 def cmd_release(args) -> int:
     settings = _settings(args)
     with _exclusive(settings, args):
-        for chapter in course_mod.resolve_chapters(args.chapter):
-            source = settings.course_dir / "source" / chapter.name
-            source.mkdir(parents=True, exist_ok=True)
-            diskfull.atomic_write(source / course_mod.EXERCISES,
-                                  course_mod.exercises_in(chapter, args.language).read_bytes())
-            staging = _staged(settings, "release")
-            try:
-                _nbgrader(settings, args, "generate_assignment", chapter.name, "--force",
-                          f"--CourseDirectory.release_directory={staging}")
-                _move_into_place(staging, settings.course_dir / "release")
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
-            handout = settings.course_dir / "release" / chapter.name / course_mod.EXERCISES
-            language = "" if args.language == "en" else f" ({args.language})"
-            print(f"{chapter.name}: hand out {handout}{language}")
+        chapters = course_mod.resolve_chapters(args.chapter)
+        # Each chapter's source first (its previous content kept, to put back if its release
+        # fails); then nbgrader releases them all in one process, each into its own staging
+        # folder, moved into place chapter by chapter.
+        previous, stagings = {}, {}
+        for chapter in chapters:
+            source = settings.course_dir / "source" / chapter.name / course_mod.EXERCISES
+            previous[chapter.name] = source.read_bytes() if source.is_file() else None
+            source.parent.mkdir(parents=True, exist_ok=True)
+            diskfull.atomic_write(source, course_mod.exercises_in(chapter, args.language)
+                                  .read_bytes())
+            stagings[chapter.name] = _staged(settings, f"release/{chapter.name}")
+        released = []
+        try:
+            checks = _nbgrader_batch(settings, args, [
+                ["generate_assignment", name, "--force",
+                 f"--CourseDirectory.release_directory={staging}"]
+                for name, staging in stagings.items()])
+            for chapter, check in zip(chapters, checks):
+                check()
+                _move_into_place(stagings[chapter.name], settings.course_dir / "release")
+                released.append(chapter.name)
+                handout = settings.course_dir / "release" / chapter.name / course_mod.EXERCISES
+                language = "" if args.language == "en" else f" ({args.language})"
+                print(f"{chapter.name}: hand out {handout}{language}")
+        finally:
+            shutil.rmtree(settings.course_dir / ".grading" / "staging" / "release",
+                          ignore_errors=True)
+            for name, content in previous.items():        # not released: as it was before
+                if name not in released:
+                    _restore_source(settings, name, content)
     return 0
+
+
+def _restore_source(settings, name: str, content) -> None:
+    source = settings.course_dir / "source" / name / course_mod.EXERCISES
+    if content is None:
+        source.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            source.parent.rmdir()                         # only if nothing else is in it
+    else:
+        diskfull.atomic_write(source, content)
 
 
 def cmd_collect(args) -> int:
@@ -323,25 +364,32 @@ def cmd_feedback(args) -> int:
     settings = _settings(args)
     leaks = []
     with _exclusive(settings, args):
-        for name in _released(settings, course_mod.assignment_names(args.chapter)):
-            staging = _staged(settings, "feedback")
-            command = ["generate_feedback", name, "--force",
-                       f"--CourseDirectory.feedback_directory={staging}"]
-            command += [f"--student={args.student}"] if args.student else []
-            try:
-                _nbgrader(settings, args, *command)
-                _move_into_place(staging, settings.course_dir / "feedback")
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
-            source = nbformat.read(settings.course_dir / "source" / name / course_mod.EXERCISES,
-                                   4)
-            hidden = [line for cell in source.cells for line in split_hidden(cell.source)[1]]
-            pages = sorted((settings.course_dir / "feedback").glob(f"*/{name}/*.html"))
-            for page in pages:
-                found = find_leaks(page.read_text(encoding="utf-8"), hidden)
-                leaks += [f"{page}: {line}" for line in found]
-            print(f"{name}: {len(pages)} feedback file(s) in "
-                  f"{settings.course_dir / 'feedback'}/<student>/{name}/")
+        names = _released(settings, course_mod.assignment_names(args.chapter))
+        stagings = {name: _staged(settings, f"feedback/{name}") for name in names}
+        try:
+            # nbgrader writes every chapter's pages in one process, each into its own staging
+            # folder; they are moved into place chapter by chapter.
+            checks = _nbgrader_batch(settings, args, [
+                ["generate_feedback", name, "--force",
+                 f"--CourseDirectory.feedback_directory={staging}",
+                 *([f"--student={args.student}"] if args.student else [])]
+                for name, staging in stagings.items()])
+            for name, check in zip(names, checks):
+                check()
+                _move_into_place(stagings[name], settings.course_dir / "feedback")
+                source = nbformat.read(
+                    settings.course_dir / "source" / name / course_mod.EXERCISES, 4)
+                hidden = [line for cell in source.cells
+                          for line in split_hidden(cell.source)[1]]
+                pages = sorted((settings.course_dir / "feedback").glob(f"*/{name}/*.html"))
+                for page in pages:
+                    found = find_leaks(page.read_text(encoding="utf-8"), hidden)
+                    leaks += [f"{page}: {line}" for line in found]
+                print(f"{name}: {len(pages)} feedback file(s) in "
+                      f"{settings.course_dir / 'feedback'}/<student>/{name}/")
+        finally:
+            shutil.rmtree(settings.course_dir / ".grading" / "staging" / "feedback",
+                          ignore_errors=True)
     if leaks:
         print("ERROR: hidden test code found in feedback; do not hand these out:\n  "
               + "\n  ".join(leaks), file=sys.stderr)

@@ -43,8 +43,9 @@ DEFAULT_TIMEOUT = 30                  # seconds per cell (nbgrader's Execute.tim
 DEFAULT_MEMORY_MB = 2048              # address-space limit of each grading kernel
 CHAPTER_NAME = re.compile(r"^\d\d_[a-z0-9_]+$")
 # Bumped when write_config's text changes in a way older course directories must pick up
-# (2: student content made inert in the formgrader and feedback pages).
-CONFIG_VERSION = 2
+# (2: student content made inert in the formgrader and feedback pages; 3: the feedback pages'
+# faster exporter, utils.grading.feedback_html).
+CONFIG_VERSION = 3
 _CONFIG_VERSION_LINE = f"# config-version: {CONFIG_VERSION}"
 
 
@@ -229,6 +230,7 @@ from nbgrader.preprocessors import GetGrades
 from utils.grading.autograde import RefuseUnsandboxedAutograde
 from utils.grading.export import PerCellCsvExportPlugin
 from utils.grading.feedback import RedactHiddenTests
+from utils.grading.feedback_html import FeedbackHTMLExporter
 from utils.grading.inert import InertStudentContent
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
@@ -255,7 +257,9 @@ c.Autograde.autograde_preprocessors = [RefuseUnsandboxedAutograde]
 c.HTMLExporter.preprocessors = [InertStudentContent]
 c.HTMLExporter.filters = {{"markdown2html": "utils.grading.inert.markdown_to_inert_html"}}
 
-# Feedback shows test results and points but not the code of hidden tests.
+# Feedback shows test results and points but not the code of hidden tests. Its pages are
+# nbconvert's HTML, without a last pass that would change nothing (utils.grading.feedback_html).
+c.GenerateFeedback.exporter_class = FeedbackHTMLExporter
 c.GenerateFeedback.preprocessors = [GetGrades, RedactHiddenTests, InertStudentContent,
                                     CSSHTMLHeaderPreprocessor]
 
@@ -287,3 +291,36 @@ def run_nbgrader(settings: CourseSettings, *args: str, quiet: bool = False,
                f"--CourseDirectory.course_id={settings.course_id}"]
     return subprocess.run(command, cwd=settings.course_dir, env=env, text=True,
                           capture_output=quiet, check=False)
+
+
+def run_nbgrader_batch(settings: CourseSettings, commands: list, quiet: bool = False,
+                       extra_env=None) -> list:
+    """``run_nbgrader`` for each of ``commands`` (argument lists), one after another in ONE
+    process (``utils.grading.nbgrader_batch``: nbgrader's imports are paid once, not once per
+    chapter). Stops at the first command that fails. Returns one ``CompletedProcess`` per
+    command that ran or was due (its ``stderr``: that command's lines, when ``quiet``); a
+    command the process died in gets the process's exit status."""
+    import json
+    import tempfile
+
+    put_venv_on_path()
+    env = dict(os.environ, **(extra_env or {}))
+    course = [f"--CourseDirectory.root={settings.course_dir}",
+              f"--CourseDirectory.db_url={settings.db_url}",
+              f"--CourseDirectory.course_id={settings.course_id}"]
+    argvs = [[*command, *course] for command in commands]
+    with tempfile.TemporaryDirectory(prefix="nbgrader-batch-") as scratch:
+        results = pathlib.Path(scratch) / "statuses.json"
+        process = subprocess.run([sys.executable, "-m", "utils.grading.nbgrader_batch",
+                                  str(results), json.dumps(argvs)],
+                                 cwd=settings.course_dir, env=env, text=True,
+                                 capture_output=quiet, check=False)
+        statuses = json.loads(results.read_text()) if results.is_file() else []
+    from utils.grading.nbgrader_batch import MARKER
+    logs = (process.stderr or "").split(MARKER + "\n") if quiet else []
+    done = []
+    for index, argv in enumerate(argvs[:len(statuses) + 1]):
+        status = statuses[index] if index < len(statuses) else (process.returncode or 1)
+        log = logs[index] if index < len(logs) else None
+        done.append(subprocess.CompletedProcess(argv, status, None, log))
+    return done
