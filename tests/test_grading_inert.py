@@ -9,6 +9,7 @@ empty notebook, and nothing of the payloads. The real-browser check of the same 
 
 import html.parser
 import pathlib
+import re
 
 import nbformat
 import pytest
@@ -19,6 +20,8 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from tests.grading_fixtures.html_payloads import HARMLESS_MARKDOWN, MARKER, hostile_notebook
 from utils.grading import course as course_mod
+from utils.grading import feedback_html
+from utils.grading.feedback_html import FeedbackHTMLExporter
 from utils.grading.inert import clean_html, inert_cell, inert_output
 
 DANGEROUS_TAGS = {"script", "iframe", "object", "embed", "form", "style", "link", "meta", "base",
@@ -82,7 +85,8 @@ def render(config: Config, template: str, nb) -> str:
                  "student": "mallory", "last_name": None, "first_name": None,
                  "nbgrader": {"notebook": "exercises", "score": 1.0, "max_score": 2.0,
                               "late_penalty": 0}}
-    exporter = HTMLExporter(config=config)
+    # The feedback files are written by the course's own exporter (utils.grading.feedback_html).
+    exporter = (FeedbackHTMLExporter if template == "feedback" else HTMLExporter)(config=config)
     page, _ = exporter.from_notebook_node(nb, resources=resources)
     return page
 
@@ -106,6 +110,16 @@ def test_pages_still_show_the_answer_math_and_tables(course_config, template):
     assert "nb-html" in text                          # sanitized HTML output still shows
     assert "not shown on this page: application/javascript" in text
     assert "COVER" in text                            # the text stays, its CSS does not
+
+
+def test_feedback_pages_are_inert_without_nbconverts_last_pass(course_config, monkeypatch):
+    """The pass the feedback exporter skips on pages without images is not what makes a page
+    inert: the hostile notebook's feedback page, with the pass skipped, holds no payload."""
+    monkeypatch.setattr(feedback_html, "NEEDS_STOCK_PASS", re.compile(r"(?!x)x"))   # never
+    empty = scan(render(course_config, "feedback", nbformat.v4.new_notebook()))
+    hostile = scan(render(course_config, "feedback", hostile_notebook()))
+    from_student = [item for item in hostile.risky if item not in set(empty.risky)]
+    assert from_student == [], f"student content reached the feedback page: {from_student}"
 
 
 def test_without_the_course_config_the_payloads_would_run(course_config):

@@ -1,0 +1,42 @@
+"""The feedback pages' HTML exporter: nbconvert's, without a last pass that changes nothing here.
+
+nbconvert's ``HTMLExporter`` ends every page by parsing it whole with BeautifulSoup, giving each
+``<img>`` without alt text a default one and making the cells of its JupyterLab template
+focusable, and writing the page out again. On a feedback page (nbgrader's template, built on
+nbconvert's classic one, with every code cell highlighted by pygments: about 4,000 tags) that
+pass took more than half of the page's time, 0.5-0.8 s of CPU. A page with no ``<img`` and no
+JupyterLab cell (``jp-Notebook``) gives that pass nothing to change; ``FeedbackHTMLExporter``
+skips it there and returns the page as the template wrote it, the same document as BeautifulSoup
+reads it (``tests/test_grading_feedback_html.py``). Any other page goes through nbconvert's
+exporter unchanged.
+"""
+
+import re
+
+from nbconvert.exporters import HTMLExporter, TemplateExporter
+from nbconvert.exporters.html import WidgetsDataTypeFilter
+from nbconvert.filters.highlight import Highlight2HTML
+
+# What nbconvert's last pass acts on: <img> elements, and cells inside a .jp-Notebook element.
+# (Student content cannot spell a class in another way: utils.grading.inert drops every class
+# but pygments' token classes.)
+NEEDS_STOCK_PASS = re.compile(r"<img|jp-Notebook", re.IGNORECASE)
+
+
+class FeedbackHTMLExporter(HTMLExporter):
+    """``HTMLExporter`` that skips the BeautifulSoup pass on pages it would not change."""
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        # The filters HTMLExporter.from_notebook_node registers before it renders.
+        language = nb.metadata.get("language_info", {})
+        lexer = language.get("pygments_lexer", language.get("name", None))
+        self.register_filter("highlight_code", self.filters.get(
+            "highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)))
+        given = resources
+        resources = self._init_resources(resources)
+        self.register_filter("filter_data_type", WidgetsDataTypeFilter(
+            notebook_metadata=self._nb_metadata, parent=self, resources=resources))
+        page, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+        if NEEDS_STOCK_PASS.search(page):                 # rendered again, by nbconvert itself
+            return super().from_notebook_node(nb, given, **kw)
+        return page, resources
