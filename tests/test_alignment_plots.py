@@ -9,6 +9,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib import patches  # noqa: E402
+from matplotlib.backends import backend_agg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from utils.alignment_plots import compare_maps, draw_alignment, link_squares  # noqa: E402
@@ -98,3 +99,35 @@ def test_compare_maps_keeps_the_rows_in_line_when_a_map_has_no_eos():
         assert without.get_position().height == pytest.approx(with_eos.get_position().height)
     finally:
         plt.close(fig)
+
+
+def test_compare_maps_places_its_panels_once_with_every_label_inside_the_figure():
+    # No layout engine: the panels are placed from the labels' sizes; nothing overlaps, every
+    # label lies inside the figure, and the cells are square and level across panels
+    before = plt.get_fignums()
+    fig = compare_maps(READ, {"a long title for one": torch.eye(7), "two": torch.eye(7),
+                              "Model 1": torch.eye(6)}, detached=True)
+    assert plt.get_fignums() == before                      # detached: pyplot does not know it
+    assert fig.get_layout_engine() is None
+    backend_agg.FigureCanvasAgg(fig)                         # sets fig.canvas
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    boxes = [ax.get_window_extent(renderer) for ax in panels]
+    assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:]))          # side by side, apart
+    assert len({(round(b.y0, 3), round(b.height, 3)) for b in boxes}) == 1
+    assert all(b.width == pytest.approx(b.height) for b in boxes)      # 7 x 7 square cells
+    figure_box = fig.bbox
+    texts = [t for ax in fig.axes for t in (*ax.get_xticklabels(), *ax.get_yticklabels(),
+                                            ax.title, ax.yaxis.label) if t.get_text()]
+    for text in texts:
+        box = text.get_window_extent(renderer)
+        assert (box.x0 >= figure_box.x0 and box.x1 <= figure_box.x1 and box.y0 >= figure_box.y0
+                and box.y1 <= figure_box.y1), text.get_text()
+    colorbar = fig.axes[-1].get_window_extent(renderer)
+    assert colorbar.x0 > boxes[-1].x1
+
+
+def test_compare_maps_with_a_figsize_uses_the_constrained_layout():
+    fig = compare_maps(READ, {"one": torch.eye(7)}, figsize=(4, 3), detached=True)
+    assert fig.get_layout_engine() is not None and tuple(fig.get_size_inches()) == (4, 3)
