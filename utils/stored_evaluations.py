@@ -175,6 +175,7 @@ def _maps_from_json(stored: dict) -> list:
 # ============================================================================ evaluations
 
 def heldout_key(model, src_vocab, tgt_vocab, num_steps: int, trained_on=(), path=None) -> str:
+    """The file name stem of ``heldout_bleu``'s stored translations for these arguments."""
     english = [pair[0] if isinstance(pair, (tuple, list)) else pair for pair in trained_on]
     return evaluation_key("heldout", {
         "weights": weights_digest(model), "num_steps": num_steps,
@@ -202,6 +203,7 @@ def heldout_bleu(model, src_vocab, tgt_vocab, num_steps: int, trained_on=(), pat
 
 
 def gold_maps_key(model, src_vocab, tgt_vocab, gold_pairs) -> str:
+    """The file name stem of ``gold_maps``' stored maps for these arguments."""
     return evaluation_key("gold-maps", {
         "weights": weights_digest(model),
         "vocabs": _digest(json.dumps([_vocab_tokens("src_vocab", src_vocab),
@@ -225,6 +227,7 @@ def gold_maps(model, src_vocab, tgt_vocab, gold_pairs, *, store: bool = True) ->
 
 
 def model1_key(config, gold_pairs, path=None, iterations: int = 10) -> str:
+    """The file name stem of ``model1_gold_maps``' stored maps for these arguments."""
     from utils.model_cache import settings_key
 
     return evaluation_key("model1-gold-maps", {
