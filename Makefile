@@ -53,11 +53,8 @@ lab: $(STAMP)
 #   so an output that holds only with this machine's SIMD kernels (AVX-512 here, AVX2 elsewhere)
 #   fails here, not on a student's machine; then the tests that grade in the sandbox and check
 #   what it leaves behind (hostile, resume, exercise, feedback, null-submission, workflow, fault
-#   and Chinese-grading tests), one after another;
-# - lane 3: the two book-sized trainings (Bahdanau, 3 min, and the Transformer, 2 min) at idle
-#   CPU priority (tests/idle_priority.py: Linux's SCHED_IDLE). They use the CPU time lanes 1
-#   and 2 leave idle (about a quarter of it in a run without lane 3) and never take a core from
-#   them, so the other lanes' timing-sensitive tests see no extra load.
+#   and Chinese-grading tests), one after another, and the Transformer's training test (2 min:
+#   with it the lanes end at about one time).
 # Each notebook runs once: a Chinese notebook's code is its English notebook's up to comments
 # and strings and prints the same numbers (tests/test_i18n.py), so the English run covers this
 # machine's kernels and the Chinese run the generic ones, for both languages.
@@ -75,10 +72,9 @@ LANE1_UIDS := ATTENTION_COURSE_SANDBOX_UID_BASE=61128
 LANE2_TESTS := tests/test_grading_hostile.py tests/test_grading_resume.py \
                tests/test_exercises.py tests/test_feedback_diagnoses.py \
                tests/test_grading_workflow.py tests/test_null_submissions.py \
-               tests/test_grading_faults.py tests/test_grading_chinese.py
+               tests/test_grading_faults.py tests/test_grading_chinese.py \
+               tests/test_training_transformer.py
 LANE2_LOG := tests/artifacts/lane2.log
-LANE3_TESTS := tests/test_training_bahdanau.py tests/test_training_transformer.py
-LANE3_LOG := tests/artifacts/lane3.log
 CHINESE_NOTEBOOKS := $(wildcard chapters/*/lesson.zh-CN.ipynb chapters/*/exercises.zh-CN.ipynb)
 
 test: $(STAMP)
@@ -88,19 +84,14 @@ ifeq ($(strip $(ARGS)),)
 	@( $(OTHER_CPU) $(BIN)/python -m pytest $(CHINESE_NOTEBOOKS) $(NBVAL_FLAGS) -p no:cacheprovider; \
 	   first=$$?; $(ONE_THREAD) $(BIN)/python -m pytest -p tests.quick_imports $(LANE2_TESTS) -p no:cacheprovider --durations=15; \
 	   second=$$?; [ $$first -eq 0 ] && [ $$second -eq 0 ] ) > $(LANE2_LOG) 2>&1 & lane2=$$!; \
-	echo "== lane 3 in the background at idle CPU priority (log: $(LANE3_LOG)): the book-sized trainings =="; \
-	$(ONE_THREAD) $(BIN)/python -m pytest -p tests.idle_priority -p tests.quick_imports $(LANE3_TESTS) -p no:cacheprovider \
-	    --durations=5 > $(LANE3_LOG) 2>&1 & lane3=$$!; \
-	trap 'pkill -P $$lane2; kill $$lane2 $$lane3 2>/dev/null; exit 130' INT TERM; \
+	trap 'pkill -P $$lane2; kill $$lane2 2>/dev/null; exit 130' INT TERM; \
 	echo "== lane 1: every other test, then the English lessons and exercises under strict nbval =="; \
 	$(LANE1_UIDS) $(ONE_THREAD) $(BIN)/python -m pytest tests chapters/*/lesson.ipynb chapters/*/exercises.ipynb $(NBVAL_FLAGS) \
-	    $(foreach t,$(LANE2_TESTS) $(LANE3_TESTS),--ignore=$(t)) --durations=30; lane1=$$?; \
+	    $(foreach t,$(LANE2_TESTS),--ignore=$(t)) --durations=30; lane1=$$?; \
 	wait $$lane2; lane2=$$?; \
 	echo "== lane 2 output =="; cat $(LANE2_LOG); \
-	wait $$lane3; lane3=$$?; \
-	echo "== lane 3 output =="; cat $(LANE3_LOG); \
-	echo "== exit status: lane 1 $$lane1, lane 2 $$lane2, lane 3 $$lane3 =="; \
-	[ $$lane1 -eq 0 ] && [ $$lane2 -eq 0 ] && [ $$lane3 -eq 0 ]
+	echo "== exit status: lane 1 $$lane1, lane 2 $$lane2 =="; \
+	[ $$lane1 -eq 0 ] && [ $$lane2 -eq 0 ]
 else
 	$(BIN)/python -m pytest tests chapters/*/lesson.ipynb chapters/*/exercises.ipynb $(CHINESE_NOTEBOOKS) $(NBVAL_FLAGS) $(ARGS)
 endif
