@@ -1,7 +1,8 @@
 """``export --format canvas|moodle``: grade CSVs an LMS imports, checked on a small class.
 
 The class goes through the real CLI (release, collect, autograde, export) like in
-test_grading_workflow: "full" hands in the instructor version (full marks on the autograded
+test_grading_workflow (the exports, and the bad-option cases, through the CLI's entry point in
+one process: ``run_cli_each``): "full" hands in the instructor version (full marks on the autograded
 cells, 1.5 on the written answer), "blank" the untouched student version, and "absent" is in
 the gradebook (as after ``nbgrader db student add``) but hands in nothing. The LMS files are
 read back with the csv module and compared with the nbgrader table and with the points written
@@ -15,13 +16,27 @@ import tempfile
 import nbformat
 import pytest
 
-from test_grading_workflow import ASSIGNMENT, INSTRUCTOR_NB, run_cli, with_venv_path
+from test_grading_workflow import (ASSIGNMENT, INSTRUCTOR_NB, run_cli, run_cli_each,
+                                   with_venv_path)
 from utils.grading.export import AssignmentTotals, canvas_table, moodle_table
 
 CLASS = ["absent", "blank", "full"]
 MANUAL_SCORE = 1.5
 IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MISSING_COLUMN = "Missing (ignore on import)"
+# export options an instructor may get wrong, and the one-line error each must give
+BAD_OPTIONS = [
+    (["--format", "xlsx"], "--format 'xlsx' is not one of 'nbgrader', 'canvas', 'moodle'"),
+    (["--format", "moodle", "--moodle-id-column", "matriculation"],
+     "'ID number', 'Username', 'Email address'"),
+    (["--format", "canvas", "--moodle-id-column", "username"],
+     "--moodle-id-column only applies to --format moodle"),
+    (["--canvas-id-column", "ID"], "--canvas-id-column only applies to --format canvas"),
+    (["--format", "moodle", "--moodle-id-column", "email"],
+     "is not an email address; use --moodle-id-column 'ID number' or 'Username'"),
+    (["--format", "canvas", "--canvas-id-column", "ID"],
+     "is not a Canvas user ID (a number); use --canvas-id-column"),
+]
 
 
 def notebook_points() -> tuple:
@@ -67,15 +82,22 @@ def build_class(tmp: pathlib.Path) -> dict:
         grade.needs_manual_grade = False
         gradebook.db.commit()
 
-    out = {"course": course}
-    run_cli("export", "--chapter", "01", course_dir=course)          # default: nbgrader table
-    out["canvas"] = run_cli("export", "--chapter", "01", "--format", "canvas", course_dir=course)
-    out["moodle"] = run_cli("export", "--chapter", "01", "--format", "Moodle",
-                            "--to", str(tmp / "moodle.csv"), course_dir=course)
-    run_cli("export", "--chapter", "01", "--format", "canvas", "--canvas-id-column",
-            "sis login id", "--to", str(tmp / "canvas-login.csv"), course_dir=course)
-    run_cli("export", "--chapter", "01", "--format", "moodle", "--moodle-id-column", "username",
-            "--to", str(tmp / "moodle-username.csv"), course_dir=course)
+    # The five exports and the bad-option cases: one process (run_cli_each), each command with
+    # its own exit status and output.
+    exports = [["export", "--chapter", "01"],                         # default: nbgrader table
+               ["export", "--chapter", "01", "--format", "canvas"],
+               ["export", "--chapter", "01", "--format", "Moodle", "--to", str(tmp / "moodle.csv")],
+               ["export", "--chapter", "01", "--format", "canvas", "--canvas-id-column",
+                "sis login id", "--to", str(tmp / "canvas-login.csv")],
+               ["export", "--chapter", "01", "--format", "moodle", "--moodle-id-column",
+                "username", "--to", str(tmp / "moodle-username.csv")]]
+    bad = [["export", "--chapter", "01", *options, "--to", str(course / "bad.csv")]
+           for options, _ in BAD_OPTIONS]
+    results = run_cli_each(exports + bad, course_dir=course)
+    for command, result in zip(exports, results):
+        assert result.returncode == 0, (command, result.stdout, result.stderr)
+    out = {"course": course, "canvas": results[1], "moodle": results[2],
+           "bad_options": results[len(exports):]}
     out["nbgrader"] = read_csv(course / "grades.csv")
     out["canvas_rows"] = read_csv(course / "grades-canvas.csv")
     out["canvas_login"] = read_csv(tmp / "canvas-login.csv")
@@ -147,22 +169,8 @@ def test_moodle_csv(course):
 
 @pytest.mark.slow
 def test_bad_option_values_give_one_line_errors(course):
-    cases = [
-        (["--format", "xlsx"], "--format 'xlsx' is not one of 'nbgrader', 'canvas', 'moodle'"),
-        (["--format", "moodle", "--moodle-id-column", "matriculation"],
-         "'ID number', 'Username', 'Email address'"),
-        (["--format", "canvas", "--moodle-id-column", "username"],
-         "--moodle-id-column only applies to --format moodle"),
-        (["--canvas-id-column", "ID"], "--canvas-id-column only applies to --format canvas"),
-        (["--format", "moodle", "--moodle-id-column", "email"],
-         "is not an email address; use --moodle-id-column 'ID number' or 'Username'"),
-        (["--format", "canvas", "--canvas-id-column", "ID"],
-         "is not a Canvas user ID (a number); use --canvas-id-column"),
-    ]
-    for options, message in cases:
-        result = run_cli("export", "--chapter", "01", *options, "--to",
-                         str(course["course"] / "bad.csv"), course_dir=course["course"],
-                         check=False)
+    assert len(course["bad_options"]) == len(BAD_OPTIONS)
+    for (options, message), result in zip(BAD_OPTIONS, course["bad_options"]):
         assert result.returncode == 2, (options, result.stdout, result.stderr)
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
