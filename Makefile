@@ -12,8 +12,6 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # d2l is a test oracle only: installed without its pins (see tests/d2l_oracle.py).
 D2L_VERSION := 1.0.3
-# --no-compile: pip does not byte-compile every installed module (55 s of a fresh setup, mostly
-# torch modules nothing imports); Python compiles and caches each module when first imported.
 # What `make test` runs: unit, parity, drift, grading and browser tests, plus every lesson
 # under strict nbval. Extra pytest arguments: make test ARGS="-k masking".
 # -p tests.quick_imports: pytest skips an unused 2-4 s import (see tests/quick_imports.py).
@@ -28,9 +26,9 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; print("using $(PYTHON): Python %d.%d" % v + ("" if v == (3, 11) else " (accepted; the tests ran on 3.11)")); sys.exit(0 if (3, 11) <= v < (3, 15) else "error: the course needs Python 3.11 to 3.14 (torch 2.13.0 has no wheels for others); run make PYTHON=/path/to/python3.11")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-compile torch==2.13.0
-	$(BIN)/python -m pip install --quiet --no-compile -e ".[test,instructor]"
-	$(BIN)/python -m pip install --quiet --no-compile --no-deps d2l==$(D2L_VERSION)
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e ".[test,instructor]"
+	$(BIN)/python -m pip install --quiet --no-deps d2l==$(D2L_VERSION)
 	$(BIN)/python -m ipykernel install --user --name attention-course --display-name "Python 3 (attention course)"
 	touch $(STAMP)
 
