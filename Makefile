@@ -17,7 +17,7 @@ D2L_VERSION := 1.0.3
 # -p tests.quick_imports: pytest skips an unused 2-4 s import (see tests/quick_imports.py).
 NBVAL_FLAGS := -p tests.quick_imports --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 ARGS ?=
-.PHONY: lab test setup bench notebooks clean
+.PHONY: lab test test-training setup bench notebooks clean
 
 setup: $(STAMP)
 
@@ -93,6 +93,13 @@ ifeq ($(strip $(ARGS)),)
 else
 	$(BIN)/python -m pytest tests chapters/*/lesson.ipynb chapters/*/exercises.ipynb $(CHINESE_NOTEBOOKS) $(NBVAL_FLAGS) $(ARGS)
 endif
+
+# The training tests with every model trained here from scratch, all its epochs (about six
+# minutes on two idle cores), instead of `make test`'s shipped models and first ten epochs
+# (tests/shipped_training.py): run it after `python -m utils.shipped_models` has made new models.
+test-training: $(STAMP)
+	ATTENTION_COURSE_FULL_TRAINING=1 $(ONE_THREAD) $(BIN)/python -m pytest -p tests.quick_imports \
+	    tests/test_training_bahdanau.py tests/test_training_transformer.py -p no:cacheprovider --durations=5
 
 # The benchmarks of the README's "Performance" table (scripts that print figures, not tests).
 bench: $(STAMP)
