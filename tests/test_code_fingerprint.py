@@ -106,6 +106,13 @@ def test_message_text_does_not_count_its_condition_and_class_do(tmp_path):
                                                  '_("x 必须 >= 0，得到 {x}").format(x=x)'),
         "warning": GUARDED.replace('f"{steps} steps is many"',
                                    '_("{n} steps take long").format(n=steps)'),
+        # where a local ``_`` hides the short name, ``gettext`` is the same translation
+        "translated with gettext": GUARDED.replace('f"x must be >= 0, got {x}"',
+                                                   'gettext("x must be >= 0, got {x}").format(x=x)'),
+        "warning with gettext": GUARDED.replace('f"{steps} steps is many"',
+                                                'gettext("{n} steps take long").format(n=steps)'),
+        "importing gettext too": GUARDED.replace("    from utils.i18n import _\n",
+                                                 "    from utils.i18n import _, gettext\n"),
         "assert": GUARDED.replace('"steps must be positive"', 'f"steps={steps} is not > 0"'),
         "without utils.i18n": GUARDED.replace("    from utils.i18n import _\n", ""),
     }

@@ -18,13 +18,16 @@ from utils.gold_alignment import parse_gold
 from utils.heldout import split_pairs
 from utils.i18n import ENVIRONMENT_VARIABLE, set_language
 from utils.ibm_model1 import train_model1
-from utils.language_model import DecoderOnlyLM, check_top_p
+from utils.language_model import DecoderOnlyConfig, DecoderOnlyLM, check_top_p, generate
+from utils.lm_training import LMConfig, lm_sentences
 from utils.masking import masked_softmax
 from utils.multihead import check_num_heads
 from utils.plotting import plot, show_heatmaps
 from utils.positional import PositionalEncoding, check_encoding_dim
 from utils.reproducibility import set_seed
-from utils.training import encode_source
+from utils.seq2seq import BidirectionalEncoder
+from utils.training import encode_source, train_seq2seq
+from utils.transformer import teacher_forced_attention
 from utils.validation import check_positive_int
 
 
@@ -138,6 +141,28 @@ CASES = {
         "DecoderOnlyLM takes a DecoderOnlyConfig, got str; build one with "
         "DecoderOnlyConfig(vocab_size=...)",
         "DecoderOnlyLM 接受的是 DecoderOnlyConfig，得到的是 str；请用 DecoderOnlyConfig(vocab_size=...) 构建一个"),
+    # Four messages of functions whose own variable ``_`` hides the short name (``gettext``).
+    "a generation past the model's max_len (lesson 8)": (
+        lambda: generate(DecoderOnlyLM(DecoderOnlyConfig(vocab_size=10, max_len=8)),
+                         torch.tensor([[1, 2, 3]]), 10),
+        "3 prompt tokens + 10 new ones need max_len >= 12, the model has 8; generate fewer "
+        "tokens or build a larger max_len",
+        "3 个提示词元 + 10 个新词元需要 max_len >= 12，而模型的 max_len 是 8；请少生成一些词元，"
+        "或构建 max_len 更大的模型"),
+    "the paper's encoder without source lengths (lesson 4)": (
+        lambda: BidirectionalEncoder(10, 4, 4, 1)(torch.zeros(1, 3, dtype=torch.long)),
+        "the bidirectional encoder needs valid_len (the source lengths)",
+        "双向编码器需要 valid_len（源序列的有效长度）"),
+    "training data without target tokens (lesson 4)": (
+        lambda: train_seq2seq(torch.nn.Linear(2, 2), [], 0.01, 1, Vocab([["va"]]),
+                              animate=False, show_progress=False),
+        "data_iter yielded no target tokens; check the data loader",
+        "data_iter 没有给出任何目标词元；请检查数据加载器"),
+    "an empty reference target (lesson 7)": (
+        lambda: teacher_forced_attention(None, "go .", "", Vocab([["go", "."]]), None, 10),
+        "the target must have 1 to 9 words, got 0; pass a reference translation such as "
+        "\"il est calme .\"",
+        "目标句子必须有 1 到 9 个词，得到的是 0 个；请传入一个参考译文，例如 \"il est calme .\""),
 }
 
 
@@ -184,3 +209,28 @@ def test_a_stored_model_that_cannot_be_read_is_reported_in_chinese(speak, tmp_pa
     said = [str(w.message) for w in caught]
     assert said and said[0].startswith(f"忽略已存储的模型 {tmp_path / 'toy-k.pt'}（"), said
     assert said[0].endswith("）；将重新训练")
+
+
+def test_the_language_models_sentence_messages_in_chinese(speak, tmp_path):
+    """``lm_sentences``: a sentence too long for the model is left out with a warning, and data
+    with nothing but held-out sentences is refused; both in the language set."""
+    from utils.heldout import is_held_out
+
+    long_sentence = "we went to the station and then we went home"         # 10 words + "."
+    data = tmp_path / "pairs.txt"
+    data.write_text(f"{long_sentence} .\tnous sommes partis .\ngo .\tva !\n", encoding="utf-8")
+    speak("zh-CN")
+    with pytest.warns(UserWarning) as caught:
+        lm_sentences(LMConfig(max_len=8), data)
+    assert [str(w.message) for w in caught] == [
+        "有 1 个句子超过 max_len - 1 = 7 个词，已被略去；要保留它们，请用更大的 max_len 构建 "
+        "LMConfig(max_len=...)"]
+    held_out = next(f"sentence number {n} ." for n in range(1000)
+                    if is_held_out(f"sentence number {n} ."))
+    data.write_text(f"{held_out}\tphrase numéro .\n", encoding="utf-8")
+    assert message(lambda: lm_sentences(LMConfig(), data)) == (
+        "没有训练句子：数据中的英语句子全都是留出句子；请使用更多句子对（num_examples=None）")
+    speak("en")
+    assert message(lambda: lm_sentences(LMConfig(), data)) == (
+        "no training sentences: the data holds no English sentence that is not held out; use "
+        "more pairs (num_examples=None)")

@@ -22,6 +22,8 @@ import functools
 import hashlib
 import pathlib
 
+from utils.i18n import TRANSLATION_FUNCTIONS
+
 UTILS_DIR = pathlib.Path(__file__).resolve().parent
 # Tools around the models, never part of what computes the weights. ``utils.data_files`` only
 # decides which file is read; the pairs it holds are hashed into every key (utils.model_cache).
@@ -68,8 +70,9 @@ MESSAGE = "<message>"                     # what every message's text hashes as
 
 
 def _is_gettext(node: ast.AST) -> bool:
-    """``_("literal")``: a message that ``utils.i18n`` translates."""
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_"
+    """``_("literal")`` or ``gettext("literal")``: a message that ``utils.i18n`` translates."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in TRANSLATION_FUNCTIONS
             and len(node.args) == 1 and not node.keywords
             and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str))
 

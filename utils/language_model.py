@@ -40,7 +40,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from utils.i18n import _
+from utils.i18n import _, gettext
 from utils.multihead import MultiHeadAttention, check_num_heads, merge_heads, split_heads
 from utils.positional import PositionalEncoding, check_encoding_layer
 from utils.transformer import AddNorm, PositionWiseFFN, check_token_batch
@@ -328,9 +328,11 @@ def generate(model: DecoderOnlyLM, prompt_tokens, max_new_tokens: int, *, use_ca
     check_positive_int("max_new_tokens", max_new_tokens, minimum=0)
     last_fed = tokens.shape[1] + max_new_tokens - 1                        # the last token is not fed
     if last_fed > model.config.max_len:
-        raise ValueError(f"{tokens.shape[1]} prompt tokens + {max_new_tokens} new ones need "
-                         f"max_len >= {last_fed}, the model has {model.config.max_len}; "
-                         f"generate fewer tokens or build a larger max_len")
+        raise ValueError(gettext("{prompt} prompt tokens + {new} new ones need max_len >= "
+                                 "{needed}, the model has {max_len}; generate fewer tokens or "
+                                 "build a larger max_len").format(
+            prompt=tokens.shape[1], new=max_new_tokens, needed=last_fed,
+            max_len=model.config.max_len))
     if not greedy:                                                         # fail before running
         check_temperature(temperature), check_top_k(top_k), check_top_p(top_p)
         check_generator(generator)

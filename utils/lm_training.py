@@ -37,7 +37,7 @@ from torch.nn import functional as F
 
 from utils.code_fingerprint import code_fingerprint
 from utils.data import BOS, EOS, PAD, Vocab, preprocess, read_pairs, tokenize
-from utils.i18n import _
+from utils.i18n import _, gettext
 from utils.language_model import DecoderOnlyConfig, DecoderOnlyLM, generate
 from utils.masking import length_mask
 from utils.validation import check_dropout, check_positive, check_positive_int
@@ -116,12 +116,13 @@ def lm_sentences(config: LMConfig = LESSON_LM, path=None) -> LMSentences:
             continue
         (heldout if is_held_out(key) else train).append(words)
     if too_long:
-        warnings.warn(f"{too_long} sentences longer than max_len - 1 = {config.max_len - 1} "
-                      f"words were left out; build LMConfig(max_len=...) larger to keep them",
+        warnings.warn(gettext("{count} sentences longer than max_len - 1 = {limit} words were "
+                              "left out; build LMConfig(max_len=...) larger to keep them").format(
+                                  count=too_long, limit=config.max_len - 1),
                       UserWarning, stacklevel=2)
     if not train:
-        raise ValueError("no training sentences: the data holds no English sentence that is "
-                         "not held out; use more pairs (num_examples=None)")
+        raise ValueError(gettext("no training sentences: the data holds no English sentence "
+                                 "that is not held out; use more pairs (num_examples=None)"))
     return LMSentences(train, heldout)
 
 

@@ -32,7 +32,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from utils.attention import AdditiveAttention
 from utils.data import Vocab
-from utils.i18n import _
+from utils.i18n import _, gettext
 from utils.model_cache import settings_key, train_or_load
 from utils.training import (EncoderDecoder, TranslationConfig, train_seq2seq, training_data,
                             training_vocabs)
@@ -96,7 +96,8 @@ class BidirectionalEncoder(nn.Module):
         """X (batch, steps), valid_len (batch,) -> annotations (batch, steps, 2 * hiddens),
         decoder initial state (layers, batch, hiddens)."""
         if valid_len is None:
-            raise ValueError("the bidirectional encoder needs valid_len (the source lengths)")
+            raise ValueError(gettext("the bidirectional encoder needs valid_len (the source "
+                                     "lengths)"))
         embedded = self.embedding(X.long())                              # (b, steps, embed)
         packed = pack_padded_sequence(embedded, valid_len.to("cpu", torch.long),
                                       batch_first=True, enforce_sorted=False)

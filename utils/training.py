@@ -44,7 +44,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from utils.data import BOS, EOS, PAD, Vocab, pairs_loader, read_pairs, tokenize, tokenize_pairs
-from utils.i18n import _
+from utils.i18n import _, gettext
 from utils.masking import length_mask
 from utils.validation import check_dropout, check_flag, check_positive, check_positive_int
 
@@ -243,7 +243,8 @@ def train_seq2seq(model: nn.Module, data_iter, lr: float, num_epochs: int, tgt_v
                 token_sum += Y_valid_len.sum()
             tokens = int(token_sum)
             if tokens == 0:
-                raise ValueError("data_iter yielded no target tokens; check the data loader")
+                raise ValueError(gettext("data_iter yielded no target tokens; check the data "
+                                         "loader"))
             total_tokens += tokens
             losses.append(float(loss_sum) / tokens)
             if animator is not None:

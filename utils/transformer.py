@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from utils.data import BOS, EOS
-from utils.i18n import _
+from utils.i18n import _, gettext
 from utils.model_cache import train_or_load
 from utils.multihead import MultiHeadAttention, check_num_heads
 from utils.positional import PositionalEncoding
@@ -429,8 +429,9 @@ def teacher_forced_attention(model: Transformer, source: str, target: str, src_v
     X, valid_len, *_ = encode_source(source, src_vocab, num_steps)              # (1, s), (1,)
     words = target.split()
     if not words or len(words) + 1 > num_steps:
-        raise ValueError(f"the target must have 1 to {num_steps - 1} words, got {len(words)}; "
-                         f"pass a reference translation such as \"il est calme .\"")
+        raise ValueError(gettext("the target must have 1 to {most} words, got {count}; pass a "
+                                 "reference translation such as \"il est calme .\"").format(
+            most=num_steps - 1, count=len(words)))
     inputs = [BOS] + words
     device = model_device(model)
     X, valid_len = X.to(device), valid_len.to(device)

@@ -75,3 +75,9 @@ def gettext(message: str) -> str:
 
 
 _ = gettext
+
+# The names a translated message is called through: ``_("...")``, or ``gettext("...")`` in a
+# function whose own variable ``_`` hides the short name (``for english, _ in pairs``). Both the
+# catalog's extraction (``utils.i18n.messages``) and the models' fingerprint
+# (``utils.code_fingerprint``, which ignores a message's text) know them.
+TRANSLATION_FUNCTIONS = ("_", "gettext")

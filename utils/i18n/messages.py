@@ -1,4 +1,5 @@
-"""``utils``' own user-visible strings: every ``_("...")`` call in ``utils/**/*.py``.
+"""``utils``' own user-visible strings: every ``_("...")`` call in ``utils/**/*.py`` (or
+``gettext("...")``, where a local ``_`` hides the short name).
 
 Their catalog is ``utils/locale/<language>/utils.po``; ``update`` and ``problems`` work as for a
 notebook's catalog (a changed English message turns its entry fuzzy). A message with fields is
@@ -13,7 +14,7 @@ import pathlib
 
 import polib
 
-from utils.i18n import catalog_path
+from utils.i18n import TRANSLATION_FUNCTIONS, catalog_path
 from utils.i18n.catalogs import CHINESE, FIELD, FUZZY_MATCH, NUMBER, _new_catalog
 
 UTILS_DIR = pathlib.Path(__file__).resolve().parents[1]
@@ -27,7 +28,7 @@ def source_messages(utils_dir: pathlib.Path = UTILS_DIR) -> dict:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         for node in ast.walk(tree):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id == "_" and len(node.args) == 1
+                    and node.func.id in TRANSLATION_FUNCTIONS and len(node.args) == 1
                     and isinstance(node.args[0], ast.Constant)
                     and isinstance(node.args[0].value, str)):
                 where = str(path.relative_to(utils_dir.parent))
