@@ -1,8 +1,9 @@
-"""Evaluations of the shipped models, computed once and stored beside them (lesson 4).
+"""Evaluations of the shipped models, computed once and stored beside them (lessons 4 and 7).
 
 Lesson 4 scores five shipped translation models on the held-out sentences (corpus BLEU of 1,061
 greedy translations each) and on the hand-aligned gold set (teacher-forced attention maps, and
-IBM Model 1's maps after 10 EM iterations). The results depend only on the shipped weights, the
+IBM Model 1's maps after 10 EM iterations); lesson 7 scores its Transformer on the same held-out
+sentences, beside lesson 4's main model. The results depend only on the shipped weights, the
 data and the code, so they are computed once and stored as ``assets/evaluations/<kind>-<key>.json.gz``;
 a lesson reads them instead of computing them again::
 
@@ -98,12 +99,13 @@ def _data_digest(path=None) -> str:
 
 
 def code_versions() -> dict:
-    """The code part of every key: the models' fingerprint (it covers ``utils.training``,
+    """The code part of every key: the models' fingerprints (they cover ``utils.training``,
     ``utils.heldout``, ``utils.bleu``, ``utils.alignment``, ``utils.ibm_model1`` and
     ``utils.data``), this module's own and torch's version."""
     from utils.code_fingerprint import code_fingerprint, source_fingerprint
 
-    return {"code": code_fingerprint("utils.seq2seq"), "format": FORMAT,
+    return {"code": code_fingerprint("utils.seq2seq"),
+            "transformer_code": code_fingerprint("utils.transformer"), "format": FORMAT,
             "evaluations": source_fingerprint([pathlib.Path(__file__)]),
             "torch": torch.__version__.split("+")[0]}
 
@@ -255,13 +257,14 @@ def model1_gold_maps(config, gold_pairs, path=None, iterations: int = 10, *,
 # ============================================================================ the lesson's set
 
 def lesson_evaluations():
-    """Yield (description, stem, compute) for every evaluation lesson 4 reads: ``compute()``
-    gives the result as stored, computed afresh from the shipped models."""
+    """Yield (description, stem, compute) for every evaluation lessons 4 and 7 read:
+    ``compute()`` gives the result as stored, computed afresh from the shipped models."""
     from utils.alignment import model1_maps, teacher_forced_attention, train_model1_on
     from utils.gold_alignment import load_gold
     from utils.seq2seq import (LESSON_ALIGNED, LESSON_BAHDANAU, LESSON_BOOK_DECODER,
                                LESSON_NO_ATTENTION, LESSON_PAPER_ENCODER, train_or_load_bahdanau)
     from utils.training import heldout_bleu as compute_heldout_bleu
+    from utils.transformer import LESSON_TRANSFORMER, train_or_load_transformer
 
     gold = load_gold()
     lesson = (("LESSON_BOOK_DECODER", LESSON_BOOK_DECODER, True),       # (name, config, maps)
@@ -284,6 +287,14 @@ def lesson_evaluations():
                    lambda m=model, s=src, t=tgt: _maps_to_json(
                        [teacher_forced_attention(m, s, t, pair.english, pair.french)
                         for pair in gold]))
+    model, src, tgt, _result, model_file, loaded = train_or_load_transformer(
+        LESSON_TRANSFORMER, animate=False, show_progress=False)
+    if not loaded:
+        raise RuntimeError(_("no shipped model for {name}; run python -m utils.shipped_models "
+                             "first").format(name="LESSON_TRANSFORMER"))
+    yield ({"evaluation": "heldout", "config": "LESSON_TRANSFORMER", "model": model_file.name},
+           heldout_key(model, src, tgt, LESSON_TRANSFORMER.num_steps),
+           lambda: compute_heldout_bleu(model, src, tgt, LESSON_TRANSFORMER.num_steps)[1])
     yield ({"evaluation": "model1-gold-maps", "config": "LESSON_BAHDANAU", "iterations": 10},
            model1_key(LESSON_BAHDANAU, gold),
            lambda: _maps_to_json(model1_maps(train_model1_on(LESSON_BAHDANAU), gold)))
