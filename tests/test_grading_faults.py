@@ -5,6 +5,10 @@ answers, plus one whose function kills its own process) is released and collecte
 course is copied for each fault. Every fault ends the same way: the same command run again (or
 the documented rebuild) gives an export equal to the uninterrupted run's, which equals the
 hand-written table, so no honest student loses a point.
+
+The commands that are not the run under a fault go through one CLI process for the module
+(``grading_fixtures.cli_session``: the CLI's own entry point, each command with its own exit
+status, stdout and stderr), not a process each.
 """
 
 import contextlib
@@ -25,6 +29,7 @@ import nbformat
 import pytest
 
 from conftest import REPO, copy_course
+from grading_fixtures.cli_session import CliSession
 from grading_fixtures.hostile import (ASSIGNMENT, COLUMNS, GOOD, SECURITY_ENV, WRONG, dump,
                                       insert_after, with_answers)
 from test_grading_hostile import lasting_sandbox_processes
@@ -53,13 +58,11 @@ def cli(*args, course):
     return [sys.executable, "-m", "utils.grading", *args, "--quiet"], env
 
 
-def run_cli(*args, course, expect=0):
-    command, env = cli(*args, course=course)
-    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
-                            timeout=900)
-    assert result.returncode == expect, (f"{args} exited {result.returncode}, not {expect}\n"
-                                         f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
-    return result
+@pytest.fixture(scope="module")
+def session():
+    """The module's CLI process (``CliSession``): ``session.run(*args, course=..., expect=0)``."""
+    with CliSession(dict(os.environ, **SECURITY_ENV)) as served:
+        yield served
 
 
 def start_cli(*args, course):
@@ -68,8 +71,8 @@ def start_cli(*args, course):
                             stderr=subprocess.PIPE, text=True)
 
 
-def export(course, path) -> list:
-    run_cli("export", "--chapter", "01", "--to", str(path), course=course)
+def export(session, course, path) -> list:
+    session.run("export", "--chapter", "01", "--to", str(path), course=course)
     return list(csv.reader(open(path, newline="")))
 
 
@@ -80,7 +83,7 @@ def one_line(stderr: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def course_setup(lesson_one_release):
+def course_setup(lesson_one_release, session):
     """The honest class collected and not graded (``pristine``, copied for each fault), and
     the same plus ``self_kill`` graded without faults (``baseline``), with their exports."""
     with tempfile.TemporaryDirectory(prefix="grading-faults-") as tmp:
@@ -100,11 +103,11 @@ def course_setup(lesson_one_release):
         (more / "self_kill.ipynb").write_bytes(
             dump(with_answers(released, {**GOOD, "attend": SELF_KILL})))
         expected = [expected[0]] + sorted(expected[1:] + [["self_kill", *SELF_KILL_ROW]])
-        run_cli("collect", str(inbox), "--chapter", "01", course=pristine)
+        session.run("collect", str(inbox), "--chapter", "01", course=pristine)
         baseline = copy_course(pristine, tmp / "baseline")
-        run_cli("collect", str(more), "--chapter", "01", course=baseline)
-        graded = run_cli("autograde", "--chapter", "01", "--workers", "2", course=baseline)
-        table = export(baseline, tmp / "baseline.csv")
+        session.run("collect", str(more), "--chapter", "01", course=baseline)
+        graded = session.run("autograde", "--chapter", "01", "--workers", "2", course=baseline)
+        table = export(session, baseline, tmp / "baseline.csv")
         honest = [row for row in table if row[0] != "self_kill"]
         yield {"tmp": tmp, "pristine": pristine, "expected": expected, "baseline": baseline,
                "table": table, "honest": honest, "run": graded, "inbox": inbox}
@@ -127,18 +130,22 @@ def test_a_death_that_happens_again_is_charged_with_the_signal_and_exercise(cour
 
 
 # --- killed processes -----------------------------------------------------------------------------
-def processes() -> dict:
-    """pid -> (parent pid, uid, command line) of every process."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+def processes(root: int) -> dict:
+    """pid -> (parent pid, uid, command line) of ``root`` and every process below it (found
+    through the kernel's lists of each thread's children: reading every process of the
+    machine, 100 times a second while a batch runs, cost the test a core of its own)."""
+    found, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
         try:
-            with open(f"/proc/{entry}/status") as stream:
+            with open(f"/proc/{pid}/status") as stream:
                 fields = dict(line.split(":", 1) for line in stream if ":" in line)
-            with open(f"/proc/{entry}/cmdline", "rb") as stream:
+            with open(f"/proc/{pid}/cmdline", "rb") as stream:
                 args = stream.read().replace(b"\0", b" ").decode(errors="replace")
-            found[int(entry)] = (int(fields["PPid"]), int(fields["Uid"].split()[0]), args)
+            found[pid] = (int(fields["PPid"]), int(fields["Uid"].split()[0]), args)
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as stream:
+                    todo.extend(int(child) for child in stream.read().split())
         except (OSError, ValueError, KeyError):
             continue
     return found
@@ -182,7 +189,7 @@ def find_target(root: int, kind: str):
     next submission, and killing it between two submissions hits nothing in flight); None if no
     such student's process is running. (The oldest one may be a submission already recorded, its
     process on its way out: a kill then hits nothing in flight.)"""
-    table = processes()
+    table = processes(root)
     students = [pid for pid, (_, uid, _) in table.items()
                 if SANDBOX_UIDS[0] <= uid < SANDBOX_UIDS[1] and root in ancestors(table, pid)]
     if kind == "worker":        # a worker also keeps a spare student's process, idle, for its next
@@ -200,7 +207,7 @@ def find_target(root: int, kind: str):
     return workers[0]                               # the nearest: the worker, not the zygote
 
 
-def killed_run(course_setup, kind: str, ordinal: int, attempt: int) -> str:
+def killed_run(course_setup, session, kind: str, ordinal: int, attempt: int) -> str:
     """One batch with a SIGKILL to a process of ``kind`` when the ``ordinal``-th student's
     process is seen; every honest student keeps every point. Returns autograde's output."""
     course = copy_course(course_setup["pristine"], course_setup["tmp"] / f"kill-{kind}-{attempt}")
@@ -219,15 +226,24 @@ def killed_run(course_setup, kind: str, ordinal: int, attempt: int) -> str:
     stdout, stderr = process.communicate(timeout=600)
     assert process.returncode == 0, stdout + stderr[-3000:]
     assert f"graded {STUDENTS}, skipped 0 already graded, failed 0" in stdout
-    assert export(course, course.parent / f"kill-{kind}-{attempt}.csv") == course_setup["honest"]
-    rerun = run_cli("autograde", "--chapter", "01", course=course)
+    # The "worker" kill hits the pool's zygote (the nearest utils.grading.worker above a
+    # student's process: the sandbox templates are its children); the workers it forked then
+    # hold the course lock (as they should: until the last worker that may write is gone) for
+    # a moment after autograde has exited (0.07 s seen), which a new CLI process took longer
+    # than to start. The next command may wait for that, 5 s at the most.
+    deadline = time.monotonic() + 5
+    while not lock_is_free(course) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert export(session, course, course.parent / f"kill-{kind}-{attempt}.csv") == \
+        course_setup["honest"]
+    rerun = session.run("autograde", "--chapter", "01", course=course)
     assert f"graded 0, skipped {STUDENTS} already graded" in rerun.stdout
     assert lasting_sandbox_processes() == []
     return stdout
 
 
 @pytest.mark.parametrize("kind, ordinal", [("student", 2), ("template", 1), ("worker", 3)])
-def test_a_killed_process_costs_no_student_a_point(course_setup, kind, ordinal):
+def test_a_killed_process_costs_no_student_a_point(course_setup, session, kind, ordinal):
     """SIGKILL, when the ``ordinal``-th student's process of the batch is seen (a moment tied to
     the batch's progress, not to a clock that a faster grader outruns), to a process of this
     ``kind``: the submission in flight is graded again and no honest student loses a point.
@@ -239,7 +255,8 @@ def test_a_killed_process_costs_no_student_a_point(course_setup, kind, ordinal):
     between two submissions has nothing in flight)."""
     outputs = []
     for attempt in range(5):
-        outputs.append(killed_run(course_setup, kind, ordinal + attempt % 3, attempt))  # 6 students
+        outputs.append(killed_run(course_setup, session, kind, ordinal + attempt % 3,  # 6 students
+                                  attempt))
         if "graded again from scratch after a crash that was not theirs: 1" in outputs[-1]:
             return
     pytest.fail(f"no kill of a {kind} process hit a submission in flight in 5 runs:\n"
@@ -247,7 +264,7 @@ def test_a_killed_process_costs_no_student_a_point(course_setup, kind, ordinal):
 
 
 # --- a damaged gradebook --------------------------------------------------------------------------
-def test_a_truncated_gradebook_is_reported_and_rebuilt(course_setup):
+def test_a_truncated_gradebook_is_reported_and_rebuilt(course_setup, session):
     course = copy_course(course_setup["baseline"], course_setup["tmp"] / "truncated")
     database = course / "gradebook.db"
     with open(database, "r+b") as stream:
@@ -256,14 +273,14 @@ def test_a_truncated_gradebook_is_reported_and_rebuilt(course_setup):
     for args in [("autograde", "--chapter", "01"), ("export", "--chapter", "01"),
                  ("feedback", "--chapter", "01"),
                  ("collect", str(course_setup["inbox"]), "--chapter", "01")]:
-        line = one_line(run_cli(*args, course=course, expect=2).stderr)
+        line = one_line(session.run(*args, course=course, expect=2).stderr)
         assert f"the gradebook {database} is damaged" in line, line
         assert "python -m utils.grading rebuild-gradebook" in line, line
         assert database.read_bytes() == damaged            # nothing changed
-    rebuilt = run_cli("rebuild-gradebook", course=course)
+    rebuilt = session.run("rebuild-gradebook", course=course)
     assert f"{STUDENTS + 1} graded submission(s) recorded again" in rebuilt.stdout
-    assert export(course, course.parent / "rebuilt.csv") == course_setup["table"]
-    rerun = run_cli("autograde", "--chapter", "01", course=course)
+    assert export(session, course, course.parent / "rebuilt.csv") == course_setup["table"]
+    rerun = session.run("autograde", "--chapter", "01", course=course)
     assert f"graded 0, skipped {STUDENTS + 1} already graded" in rerun.stdout
 
 
@@ -311,7 +328,8 @@ def whole_files(course: pathlib.Path) -> None:
             list(csv.reader(open(path, newline="")))
 
 
-def test_a_full_disk_stops_each_command_in_one_line_and_the_rerun_succeeds(course_setup):
+def test_a_full_disk_stops_each_command_in_one_line_and_the_rerun_succeeds(course_setup,
+                                                                           session):
     with small_disk(course_setup["tmp"] / "disk", 48) as disk:
         course = copy_course(course_setup["pristine"], disk / "course")
         shutil.rmtree(course / "submitted")
@@ -322,10 +340,10 @@ def test_a_full_disk_stops_each_command_in_one_line_and_the_rerun_succeeds(cours
                  ("export", "--chapter", "01", "--to", str(course / "grades.csv"))]
         for args in steps:
             with full(disk):
-                line = one_line(run_cli(*args, course=course, expect=2).stderr)
+                line = one_line(session.run(*args, course=course, expect=2).stderr)
                 assert "is full" in line and f"python -m utils.grading {args[0]}" in line, line
                 whole_files(course)
-            run_cli(*args, course=course, expect=0)
+            session.run(*args, course=course, expect=0)
             whole_files(course)
         assert list(csv.reader(open(course / "grades.csv", newline=""))) == \
             course_setup["honest"]
@@ -351,20 +369,41 @@ def lock_is_free(course: pathlib.Path) -> bool:
         return True
 
 
-def test_a_second_run_meets_the_lock_and_a_killed_runs_lock_is_taken_over(course_setup):
+# A cell a student added that waits until this test sends its process a SIGWINCH (ignored by
+# default: a signal that comes before the handler is set changes nothing), 25 s at the most
+# (a cell may take 30 s).
+WAIT_FOR_THE_TEST = """\
+import signal, time
+_go = []
+signal.signal(signal.SIGWINCH, lambda *_: _go.append(1))
+_until = time.monotonic() + 25
+while not _go and time.monotonic() < _until:
+    time.sleep(0.05)
+"""
+
+
+def release_waiting_cells(root: int) -> None:
+    """SIGWINCH to every student's process of the autograde run ``root``."""
+    for pid, (_, uid, _) in processes(root).items():
+        if SANDBOX_UIDS[0] <= uid < SANDBOX_UIDS[1]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGWINCH)
+
+
+def test_a_second_run_meets_the_lock_and_a_killed_runs_lock_is_taken_over(course_setup,
+                                                                          session):
     course = copy_course(course_setup["pristine"], course_setup["tmp"] / "twice")
     slow = course_setup["tmp"] / "inbox-slow"           # a correct answer that takes its time
     slow.mkdir()
     released = nbformat.read(course / "release" / ASSIGNMENT / "exercises.ipynb", 4)
-    # Two added cells of 22 s each (a cell may take 30 s): the first run stays busy for 44 s
-    # or more, time enough for four CLI calls on a loaded machine (one 20 s cell was not).
+    # An added cell that waits for this test (WAIT_FOR_THE_TEST): the first run stays busy
+    # until four CLI calls have met its lock, however loaded the machine (fixed pauses of
+    # 2 x 22 s were needed before, for four CLI processes).
     # Its id sorts first: the one worker grades it first (submissions go in id order), and the
     # first run is killed only once it is recorded, so the second run does not wait for it again.
-    pause = "import time\ntime.sleep(22)"
-    slowed = insert_after(insert_after(with_answers(released, GOOD), "attend", pause),
-                          "scaled_scores", pause)
+    slowed = insert_after(with_answers(released, GOOD), "attend", WAIT_FOR_THE_TEST)
     (slow / "a-slow.ipynb").write_bytes(dump(slowed))
-    run_cli("collect", str(slow), "--chapter", "01", course=course)
+    session.run("collect", str(slow), "--chapter", "01", course=course)
     expected = [course_setup["honest"][0]] + sorted(course_setup["honest"][1:]
                                                     + [["a-slow", *ROWS["correct"]]])
     assert expected[1][0] == "a-slow"
@@ -377,7 +416,7 @@ def test_a_second_run_meets_the_lock_and_a_killed_runs_lock_is_taken_over(course
     for args in [("autograde", "--chapter", "01"), ("collect", str(course_setup["inbox"]),
                  "--chapter", "01"), ("feedback", "--chapter", "01"),
                  ("export", "--chapter", "01")]:
-        line = one_line(run_cli(*args, course=course, expect=2).stderr)
+        line = one_line(session.run(*args, course=course, expect=2).stderr)
         assert "another grading command is running" in line, line
         assert f"autograde (pid {first.pid}" in line, line
         assert first.poll() is None, "the first run ended too soon for this test"
@@ -385,6 +424,8 @@ def test_a_second_run_meets_the_lock_and_a_killed_runs_lock_is_taken_over(course
     # in flight); its workers end their submission and go
     while not slow_done.exists() or find_target(first.pid, "student") is None:
         assert time.monotonic() < deadline + 300 and first.poll() is None
+        if not slow_done.exists():
+            release_waiting_cells(first.pid)
         time.sleep(0.05)
     first.kill()
     first.communicate()
@@ -392,9 +433,9 @@ def test_a_second_run_meets_the_lock_and_a_killed_runs_lock_is_taken_over(course
     while not lock_is_free(course):
         assert time.monotonic() < deadline, "the killed run's workers kept the lock"
         time.sleep(0.2)
-    second = run_cli("autograde", "--chapter", "01", "--workers", "2", course=course)
+    second = session.run("autograde", "--chapter", "01", "--workers", "2", course=course)
     assert f"autograde (pid {first.pid}" in second.stderr and "took it over" in second.stderr
     assert re.search(r"graded \d+, skipped [1-9]\d* already graded", second.stdout), \
         second.stdout                           # the killed run's recorded work is kept
-    assert export(course, course.parent / "twice.csv") == expected
+    assert export(session, course, course.parent / "twice.csv") == expected
     assert lasting_sandbox_processes() == []
