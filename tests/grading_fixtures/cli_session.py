@@ -69,11 +69,11 @@ class CliSession:
         self._send = os.fdopen(self._requests, "w")
         self._receive = os.fdopen(self._replies, "r")
 
-    def run(self, *args, course, expect=0) -> subprocess.CompletedProcess:
-        """``python -m utils.grading <args> --quiet`` on ``course``; asserts its exit status
-        is ``expect`` (None: any)."""
+    def run(self, *args, course, expect=0, env=None) -> subprocess.CompletedProcess:
+        """``python -m utils.grading <args> --quiet`` on ``course``, with the session's
+        environment updated by ``env``; asserts its exit status is ``expect`` (None: any)."""
         argv = [str(arg) for arg in args] + ["--quiet"]
-        env = dict(self.env, ATTENTION_COURSE_GRADING_DIR=str(course))
+        env = dict(self.env, **(env or {}), ATTENTION_COURSE_GRADING_DIR=str(course))
         env.pop("ATTENTION_COURSE_GRADING", None)
         self._send.write(json.dumps({"argv": argv, "env": env}) + "\n")
         self._send.flush()
