@@ -5,11 +5,17 @@
   autosave off (running a lesson must not rewrite it), no news/update/extension-manager fetches.
 - ``browser_page`` (per test): a fresh page in a session-wide Chromium; every request that
   would leave the machine is blocked and reported in ``console_errors``.
+- ``lab_page`` (per test): the session's one page for ``jupyter_lab``, blocked and reported the
+  same way. JupyterLab loads in it once; ``open_notebook`` then opens each test's notebook in
+  place (the notebooks before closed unsaved, their kernels shut down), which saves the 5-6 s a
+  fresh page spends loading JupyterLab. What the page reports between two tests counts as the
+  next test's error; after a failed test the page is reloaded.
 - ``console_errors`` (per test): the page's console errors and uncaught exceptions.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -54,6 +60,7 @@ class JupyterLabServer:
     root_dir: pathlib.Path
     log_path: pathlib.Path
     process: subprocess.Popen
+    user_settings_dir: pathlib.Path
 
     @property
     def pid(self) -> int:
@@ -82,11 +89,34 @@ def _write_lab_config(state_dir: pathlib.Path, settings: dict | None = None
         path.mkdir(parents=True, exist_ok=True)
     (dirs["config"] / "labconfig").mkdir(exist_ok=True)
     (dirs["config"] / "labconfig" / "page_config.json").write_text(json.dumps(LAB_PAGE_CONFIG))
-    for relpath, values in {**LAB_USER_SETTINGS, **(settings or {})}.items():
-        path = dirs["user-settings"] / relpath
+    _write_user_settings(dirs["user-settings"], {**LAB_USER_SETTINGS, **(settings or {})})
+    return dirs
+
+
+def _write_user_settings(settings_dir: pathlib.Path, settings: dict) -> None:
+    for relpath, values in settings.items():
+        path = settings_dir / relpath
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
-    return dirs
+
+
+@contextlib.contextmanager
+def lab_user_settings(server: JupyterLabServer, settings: dict):
+    """Give a running JupyterLab these user settings (by settings file) until the block ends,
+    then restore the files as they were. The server reads them at each request: pages loaded
+    inside the block see them, pages loaded before keep what they loaded."""
+    previous = {relpath: (server.user_settings_dir / relpath).read_text()
+                if (server.user_settings_dir / relpath).exists() else None for relpath in settings}
+    try:
+        _write_user_settings(server.user_settings_dir, settings)
+        yield server
+    finally:
+        for relpath, text in previous.items():
+            path = server.user_settings_dir / relpath
+            if text is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_text(text)
 
 
 def _log_tail(path: pathlib.Path, lines: int = 40) -> str:
@@ -124,7 +154,8 @@ def start_jupyter_lab(root_dir: pathlib.Path, state_dir: pathlib.Path,
         process = subprocess.Popen(command, cwd=root_dir, env=env, stdout=log,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    start_new_session=True)
-    server = JupyterLabServer(f"http://127.0.0.1:{port}", root_dir, log_path, process)
+    server = JupyterLabServer(f"http://127.0.0.1:{port}", root_dir, log_path, process,
+                              dirs["user-settings"])
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -214,11 +245,75 @@ def browser_page(request, chromium_browser, console_errors):
     page = context.new_page()
     console_errors.attach(page)
     yield page
-    report = getattr(request.node, "report_call", None)
-    if report is not None and report.failed:
-        name = re.sub(r"[^\w.-]", "_", request.node.name)
-        try:
-            save_screenshot(page, ARTIFACTS / name, "failure")
-        except Exception:  # a crashed page has nothing to show; the test's own error says why
-            pass
+    _screenshot_if_failed(request, page)
     context.close()
+
+
+def _screenshot_if_failed(request, page) -> bool:
+    """If the test failed, save the page as tests/artifacts/<test>/failure.png; return whether
+    it failed."""
+    report = getattr(request.node, "report_call", None)
+    if report is None or not report.failed:
+        return False
+    name = re.sub(r"[^\w.-]", "_", request.node.name)
+    try:
+        save_screenshot(page, ARTIFACTS / name, "failure")
+    except Exception:  # a crashed page has nothing to show; the test's own error says why
+        pass
+    return True
+
+
+class _ErrorRelay:
+    """The shared page's listeners: they report to the running test's ``ConsoleErrors``, and
+    between tests to a holding one whose messages go to the next test."""
+
+    def __init__(self, page) -> None:
+        self.holding = ConsoleErrors()
+        self.target = self.holding
+        page.on("console", lambda message: self.target.record_console_message(message))
+        page.on("pageerror", lambda error: self.target.record_page_error(error))
+
+    def start(self, console_errors: ConsoleErrors) -> None:
+        console_errors.messages.extend(f"(between tests) {text}" for text in self.holding.messages)
+        self.holding.messages.clear()
+        self.target = console_errors
+
+    def stop(self) -> None:
+        self.target = self.holding
+
+
+@pytest.fixture(scope="session")
+def _shared_lab_page(chromium_browser):
+    """The session's page for ``lab_page`` and its error relay (one browser context)."""
+    context = chromium_browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(DEFAULT_TIMEOUT_MS)
+    state = {}
+
+    def block(route):
+        state["relay"].target.record_blocked_request(route.request.url)
+        route.abort()
+
+    context.route(OFF_MACHINE_URL, block)
+
+    def new_page():
+        state["page"] = context.new_page()
+        state["relay"] = _ErrorRelay(state["page"])
+
+    new_page()
+    state["new_page"] = new_page
+    yield state
+    context.close()
+
+
+@pytest.fixture
+def lab_page(request, _shared_lab_page, console_errors):
+    """The session's JupyterLab page (see the module docstring); on failure a screenshot goes to
+    tests/artifacts/<test>/failure.png and the next test gets a new page."""
+    state = _shared_lab_page
+    if state["page"].is_closed():
+        state["new_page"]()
+    state["relay"].start(console_errors)
+    yield state["page"]
+    state["relay"].stop()
+    if _screenshot_if_failed(request, state["page"]):
+        state["page"].close()   # whatever state the failure left, the next test starts afresh

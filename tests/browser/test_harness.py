@@ -16,9 +16,9 @@ import nbformat
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.helpers import (find_slider, open_notebook, press_slider_keys, run_all_cells,
-                                   run_cells, save_screenshot, set_slider_by_readout, slider_value,
-                                   wait_for_text_change)
+from tests.browser.helpers import (ConsoleErrors, find_slider, open_notebook, press_slider_keys,
+                                   run_all_cells, run_cells, save_screenshot, set_slider_by_readout,
+                                   slider_value, wait_for_text_change)
 from tests.conftest import ARTIFACTS, REPO
 
 PROBE = "tests/browser/fixtures/slider_probe.ipynb"
@@ -29,8 +29,8 @@ def _readout_text(value: int) -> str:
 
 
 @pytest.mark.browser
-def test_probe_slider_drives_the_kernel(jupyter_lab, browser_page, console_errors, artifacts_dir):
-    page = browser_page
+def test_probe_slider_drives_the_kernel(jupyter_lab, lab_page, console_errors, artifacts_dir):
+    page = lab_page
     probe_bytes = hashlib.sha256((REPO / PROBE).read_bytes()).hexdigest()
 
     open_notebook(page, jupyter_lab.base_url, PROBE)
@@ -74,20 +74,29 @@ def test_lab_settings_keep_tests_off_the_repo_and_network(jupyter_lab, browser_p
     assert settings["@jupyterlab/apputils-extension:notification"]["checkForUpdates"] is False
 
 
-@pytest.mark.browser
-def test_console_errors_catch_errors_and_network_use(browser_page, console_errors):
-    page = browser_page
-    page.set_content("<p>console probe</p>")
-    console_errors.assert_none()
-    page.evaluate("console.error('probe console error')")
-    page.evaluate("setTimeout(() => { throw new Error('probe uncaught error'); }, 0)")
-    page.evaluate("fetch('http://example.invalid/probe').catch(() => null)")
-    expected = ("probe console error", "probe uncaught error",
-                "blocked network request to http://example.invalid/probe")
-    for _ in range(50):  # the three reports arrive asynchronously
-        if all(any(text in message for message in console_errors.messages) for text in expected):
+def _raise_three_errors(page, messages: list, tag: str) -> tuple:
+    """A console error, an uncaught exception and an off-machine request in ``page``; wait until
+    ``messages`` reports all three (they arrive asynchronously) and return their texts."""
+    page.evaluate(f"console.error('{tag} console error')")
+    page.evaluate(f"setTimeout(() => {{ throw new Error('{tag} uncaught error'); }}, 0)")
+    page.evaluate(f"fetch('http://example.invalid/{tag}').catch(() => null)")
+    expected = (f"{tag} console error", f"{tag} uncaught error",
+                f"blocked network request to http://example.invalid/{tag}")
+    for _ in range(50):
+        if all(any(text in message for message in messages) for text in expected):
             break
         page.wait_for_timeout(100)
+    return expected
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_fixture", ["browser_page", "lab_page"])
+def test_console_errors_catch_errors_and_network_use(request, page_fixture, console_errors):
+    page = request.getfixturevalue(page_fixture)
+    if page_fixture == "browser_page":
+        page.set_content("<p>console probe</p>")   # the shared lab page stays on JupyterLab
+    console_errors.assert_none()
+    expected = _raise_three_errors(page, console_errors.messages, "probe")
     with pytest.raises(AssertionError) as failure:
         console_errors.assert_none()
     for text in expected:
@@ -95,8 +104,25 @@ def test_console_errors_catch_errors_and_network_use(browser_page, console_error
 
 
 @pytest.mark.browser
-def test_helpers_reject_bad_input(jupyter_lab, browser_page, console_errors):
-    page = browser_page
+def test_lab_page_reports_errors_between_tests_to_the_next_test(lab_page, _shared_lab_page,
+                                                                console_errors):
+    relay = _shared_lab_page["relay"]
+    relay.stop()                           # as after a test: nobody's test is running
+    try:
+        expected = _raise_three_errors(lab_page, relay.holding.messages, "between")
+    finally:
+        next_test = ConsoleErrors()
+        relay.start(next_test)             # the next test gets them
+        relay.start(console_errors)        # and this one nothing more
+    for text in expected:
+        assert any(message.startswith("(between tests)") and text in message
+                   for message in next_test.messages), next_test.messages
+    console_errors.assert_none()
+
+
+@pytest.mark.browser
+def test_helpers_reject_bad_input(jupyter_lab, lab_page, console_errors):
+    page = lab_page
     with pytest.raises(ValueError, match="relative to the repository root"):
         open_notebook(page, jupyter_lab.base_url, "/etc/passwd.ipynb")
     with pytest.raises(FileNotFoundError, match="no notebook"):
@@ -131,8 +157,8 @@ def _write_notebook(path, sources: list[str]) -> str:
 
 
 @pytest.mark.browser
-def test_run_all_cells_skips_empty_cells_and_reports_errors(jupyter_lab, browser_page, artifacts_dir):
-    page = browser_page
+def test_run_all_cells_skips_empty_cells_and_reports_errors(jupyter_lab, lab_page, artifacts_dir):
+    page = lab_page
     assert artifacts_dir.is_relative_to(ARTIFACTS)
     with_empty = _write_notebook(artifacts_dir / "with_empty_cell.ipynb",
                                  ["", "print('ran after an empty cell')", ""])
@@ -143,16 +169,20 @@ def test_run_all_cells_skips_empty_cells_and_reports_errors(jupyter_lab, browser
     failing = _write_notebook(artifacts_dir / "failing_cell.ipynb",
                               ["x = 1", "raise ValueError('probe failure in a cell')", "print('never runs')"])
     open_notebook(page, jupyter_lab.base_url, failing)
-    # A fresh workspace each time: the previous notebook is not restored beside this one.
+    # A fresh workspace each time: the previous notebook is not restored beside this one,
+    # and its kernel is shut down (the page is reused: lab_page).
     expect(page.locator(".jp-NotebookPanel")).to_have_count(1)
+    sessions = page.request.get(f"{jupyter_lab.base_url}/api/sessions").json()
+    paths = [session["path"] for session in sessions]
+    assert failing in paths and with_empty not in paths, paths
     with pytest.raises(AssertionError, match="ValueError: probe failure in a cell"):
         run_all_cells(page)
 
 
 @pytest.mark.browser
-def test_run_cells_runs_only_the_cells_named_and_reports_errors(jupyter_lab, browser_page,
+def test_run_cells_runs_only_the_cells_named_and_reports_errors(jupyter_lab, lab_page,
                                                                  artifacts_dir):
-    page = browser_page
+    page = lab_page
     partial = _write_notebook(artifacts_dir / "partial_run.ipynb",
                               ["x = 6", "raise ValueError('a cell not named')", "x = x * 7",
                                "print('answer', x)", "print('same text')", "print('same text')",

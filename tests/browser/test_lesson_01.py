@@ -25,9 +25,9 @@ def _softmax_text(dots, temperature) -> str:
 
 
 @pytest.mark.browser
-def test_lesson_01_sliders_move_the_weights(jupyter_lab, browser_page, console_errors,
+def test_lesson_01_sliders_move_the_weights(jupyter_lab, lab_page, console_errors,
                                             artifacts_dir):
-    page = browser_page
+    page = lab_page
     open_notebook(page, jupyter_lab.base_url, LESSON)
     run_all_cells(page)
 

@@ -5,24 +5,22 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
-from tests.browser.conftest import start_jupyter_lab, stop_jupyter_lab
+from tests.browser.conftest import lab_user_settings
 from tests.browser.helpers import (_RUN_RESULT_JS, _wait_for_idle_kernel, find_slider,
                                    open_notebook, save_screenshot, set_slider_by_readout,
                                    wait_for_text_change)
-from tests.conftest import ARTIFACTS, REPO
 
 LESSON = "chapters/01_attention_cues/lesson.zh-CN.ipynb"
 CHINESE_INTERFACE = {"@jupyterlab/translation-extension/plugin.jupyterlab-settings":
                      {"locale": "zh_CN"}}
 
 
-@pytest.fixture(scope="module")
-def jupyter_lab_zh(tmp_path_factory):
-    """JupyterLab with its interface in Chinese (log: tests/artifacts/jupyter_lab_zh.log)."""
-    server = start_jupyter_lab(REPO, tmp_path_factory.mktemp("jupyter_lab_zh"),
-                               ARTIFACTS / "jupyter_lab_zh.log", settings=CHINESE_INTERFACE)
-    yield server
-    stop_jupyter_lab(server)
+@pytest.fixture
+def jupyter_lab_zh(jupyter_lab):
+    """The session's JupyterLab with its interface in Chinese while the test runs (a page loaded
+    then is in Chinese; the setting is restored after, and ``lab_page`` keeps its English page)."""
+    with lab_user_settings(jupyter_lab, CHINESE_INTERFACE):
+        yield jupyter_lab
 
 
 def run_all_cells_by_command(page, timeout_ms=120_000):

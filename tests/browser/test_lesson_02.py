@@ -36,9 +36,9 @@ def _test_mse(text: str) -> float:
 
 
 @pytest.mark.browser
-def test_kernel_width_slider_updates_the_readout(jupyter_lab, browser_page, console_errors,
+def test_kernel_width_slider_updates_the_readout(jupyter_lab, lab_page, console_errors,
                                                  artifacts_dir):
-    page = browser_page
+    page = lab_page
     open_notebook(page, jupyter_lab.base_url, LESSON)
     run_cells(page, EXPLORER_CELLS)
 

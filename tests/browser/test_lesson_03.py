@@ -31,9 +31,9 @@ def _lengths_in(text: str) -> list[int]:
 
 
 @pytest.mark.browser
-def test_lesson_03_sliders_drive_both_explorers(jupyter_lab, browser_page, console_errors,
+def test_lesson_03_sliders_drive_both_explorers(jupyter_lab, lab_page, console_errors,
                                                 artifacts_dir):
-    page = browser_page
+    page = lab_page
     open_notebook(page, jupyter_lab.base_url, LESSON)
     run_cells(page, EXPLORER_CELLS)
 

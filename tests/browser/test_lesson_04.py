@@ -53,8 +53,8 @@ def type_sentence(page: Page, box: Locator, sentence: str) -> None:
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_lesson_04_alignment_explorer(jupyter_lab, browser_page, console_errors, artifacts_dir):
-    page = browser_page
+def test_lesson_04_alignment_explorer(jupyter_lab, lab_page, console_errors, artifacts_dir):
+    page = lab_page
     open_notebook(page, jupyter_lab.base_url, LESSON)
     run_cells(page, EXPLORER_CELLS, timeout_ms=RUN_TIMEOUT_MS)
 

@@ -31,9 +31,9 @@ def _looks_at(text: str) -> list[int]:
 
 
 @pytest.mark.browser
-def test_lesson_05_heads_slider_changes_the_panels(jupyter_lab, browser_page, console_errors,
+def test_lesson_05_heads_slider_changes_the_panels(jupyter_lab, lab_page, console_errors,
                                                    artifacts_dir):
-    page = browser_page
+    page = lab_page
     open_notebook(page, jupyter_lab.base_url, LESSON)
     run_cells(page, EXPLORER_CELLS)
 

@@ -31,9 +31,9 @@ def _dimension_in(text: str) -> int:
 
 
 @pytest.mark.browser
-def test_lesson_06_dimension_slider_redraws_the_encoding(jupyter_lab, browser_page, console_errors,
+def test_lesson_06_dimension_slider_redraws_the_encoding(jupyter_lab, lab_page, console_errors,
                                                          artifacts_dir):
-    page = browser_page
+    page = lab_page
     open_notebook(page, jupyter_lab.base_url, LESSON)
     run_cells(page, EXPLORER_CELLS)
 

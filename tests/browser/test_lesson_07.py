@@ -26,8 +26,8 @@ EXPLORER_CELLS = ['set_language("en")', "= train_or_load_transformer(config)",
 
 
 @pytest.mark.browser
-def test_lesson_07_explorers_respond(jupyter_lab, browser_page, console_errors, artifacts_dir):
-    page = browser_page
+def test_lesson_07_explorers_respond(jupyter_lab, lab_page, console_errors, artifacts_dir):
+    page = lab_page
     open_notebook(page, jupyter_lab.base_url, LESSON)
     # The models come from assets/models and the model cache; a cold cache trains the
     # causal-mask demo's runs, which takes minutes on a busy machine.

@@ -45,8 +45,8 @@ def kept(text: str) -> int:
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_lesson_08_explorers_respond(jupyter_lab, browser_page, console_errors, artifacts_dir):
-    page = browser_page
+def test_lesson_08_explorers_respond(jupyter_lab, lab_page, console_errors, artifacts_dir):
+    page = lab_page
     open_notebook(page, jupyter_lab.base_url, LESSON)
     run_cells(page, EXPLORER_CELLS, timeout_ms=300_000)
 
