@@ -148,8 +148,9 @@ def _log_kernel(u: torch.Tensor, kernel: str) -> torch.Tensor:
         return -u.abs()
     if kernel == "boxcar":
         return torch.where(u.abs() <= 1, 0.0, -math.inf)
-    inside = u.abs() < 1                                           # epanechnikov
-    return torch.where(inside, torch.log1p(-torch.where(inside, u, 0.0) ** 2), -math.inf)
+    squared = u * u                                                # epanechnikov
+    inside = squared < 1                                           # (0 outside: finite gradients)
+    return torch.where(inside, torch.log1p(-torch.where(inside, squared, 0.0)), -math.inf)
 
 
 def kernel_scores(x_query, x_keys, sigma: float = 1.0, kernel: str = "gaussian") -> torch.Tensor:
@@ -163,13 +164,16 @@ def kernel_scores(x_query, x_keys, sigma: float = 1.0, kernel: str = "gaussian")
 def _normalise(scores: torch.Tensor, distances: torch.Tensor) -> torch.Tensor:
     """Softmax over keys; a row with no finite score puts weight 1 on its nearest key.
 
-    scores, distances: (..., m, n) -> weights (..., m, n).
+    scores (..., m, n), distances (m, n) or (..., m, n) -> weights (..., m, n). The fallback is
+    built only when some row needs it, from ``distances`` as given (not once per leading index).
     """
     empty = torch.isinf(scores).all(dim=-1, keepdim=True)          # (..., m, 1)
-    nearest_key = distances.expand_as(scores).argmin(dim=-1, keepdim=True)  # (..., m, 1)
-    nearest = torch.zeros_like(scores).scatter_(-1, nearest_key, 1.0)        # one-hot
-    safe = torch.where(empty, 0.0, scores)                         # avoid softmax of all -inf
-    return torch.where(empty, nearest, torch.softmax(safe, dim=-1))
+    if not empty.any():
+        return torch.softmax(scores, dim=-1)
+    nearest_key = distances.argmin(dim=-1, keepdim=True)           # (m, 1) or (..., m, 1)
+    nearest = torch.zeros_like(distances).scatter_(-1, nearest_key, 1.0)     # one-hot
+    # An empty row's softmax is NaN (all -inf), and torch.where takes the fallback there.
+    return torch.where(empty, nearest, torch.softmax(scores, dim=-1))
 
 
 def kernel_weights(x_query, x_keys, sigma: float = 1.0, kernel: str = "gaussian") -> torch.Tensor:
@@ -279,10 +283,11 @@ def leave_one_out_curve(x, y, sigmas, kernel: str = "gaussian") -> torch.Tensor:
         _check_sigma(sigma)
     _check_kernel(kernel)
     distances = (x[:, None] - x[None, :]).abs()                              # (n, n)
-    u = (x[:, None] - x[None, :]) / sigmas[:, None, None]                   # (s, n, n)
+    # Every kernel is a function of |u|: the absolute distances give the same scores.
+    u = distances / sigmas[:, None, None]                                    # (s, n, n)
     scores = _log_kernel(u, kernel)                                          # (s, n, n)
     self_pair = torch.eye(x.numel(), dtype=torch.bool)                       # (n, n)
-    scores = scores.masked_fill(self_pair, -math.inf)                        # leave i out
+    scores = scores.masked_fill_(self_pair, -math.inf)                       # leave i out
     weights = _normalise(scores, distances.masked_fill(self_pair, math.inf))  # (s, n, n)
     predictions = weights @ y                                                # (s, n)
     return ((predictions - y) ** 2).mean(dim=1)                              # (s,)
