@@ -141,17 +141,17 @@ def test_training_pairs_hold_no_heldout_sentence(course_pairs_file):
 
 @pytest.mark.slow
 def test_regeneration_command_runs_for_one_epoch(tmp_path):
-    # One epoch on the first 600 pairs (the book's count): the command's whole path, every preset
-    # trained and written with its checksum, at a fifth of the cost of 3,000 pairs.
+    # One epoch on the first 100 pairs: the command's whole path, every preset trained and
+    # written with its checksum, in seconds.
     result = subprocess.run([sys.executable, "-m", "utils.shipped_models", "all", "--epochs", "1",
-                             "--num-examples", "600", "--out", str(tmp_path)], cwd=REPO,
+                             "--num-examples", "100", "--out", str(tmp_path)], cwd=REPO,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     files = sorted(tmp_path.glob("*.pt"))
     # With one epoch, two presets can coincide (the book-sized Transformer and the causal demo
     # differ only in their epochs): one file per distinct one-epoch setting.
     from utils.model_cache import settings_key
-    quick = {"num_epochs": 1, "num_examples": 600}
+    quick = {"num_epochs": 1, "num_examples": 100}
     expected = {f"{kind}-{settings_key(kind, dataclasses.replace(config, **quick), None, versions)}.pt"
                 for kind, config, _, versions in shipped_models.presets().values()}
     assert {file.name for file in files} == expected
