@@ -77,7 +77,32 @@ def one_intra_op_thread(request):
 
 
 @pytest.fixture(scope="session")
-def graded_class():
+def grading_cli():
+    """One process running grading commands for the session's tests that use it
+    (``grading_fixtures.cli_session.CliSession``: ``grading_cli.run(*args, course=...)``)
+    instead of a process per command (about 2.5 s of CPU of imports each)."""
+    from grading_fixtures.cli_session import CliSession
+    with CliSession(os.environ) as session:
+        yield session
+
+
+@pytest.fixture(scope="session")
+def released_chapters(grading_cli):
+    """A course with every chapter's exercises released in English by the real CLI
+    (``release --chapter all``; $FIXTURE_CHAPTERS: only that chapter), once for the session:
+    ``graded_class`` grades a copy of it, tests/test_prediction_secrecy.py reads its release/.
+    Nobody writes into it."""
+    import tempfile
+
+    from grading_fixtures.graded_class import CHAPTER_SPEC
+    with tempfile.TemporaryDirectory(prefix="released-chapters-") as tmp:
+        course = pathlib.Path(tmp) / "course"
+        grading_cli.run("release", "--chapter", CHAPTER_SPEC, course=course)
+        yield course
+
+
+@pytest.fixture(scope="session")
+def graded_class(grading_cli, released_chapters):
     """The one grading run of every chapter's fixture submissions (the correct answers, the
     second answers, the catalogued mistakes and the null submissions), shared by
     tests/test_feedback_diagnoses.py and tests/test_null_submissions.py."""
@@ -85,30 +110,25 @@ def graded_class():
 
     from grading_fixtures.graded_class import grade_class
     with tempfile.TemporaryDirectory(prefix="graded-class-") as tmp:
-        yield grade_class(pathlib.Path(tmp))
+        course = copy_course(released_chapters, pathlib.Path(tmp) / "course")
+        yield grade_class(course, pathlib.Path(tmp) / "inbox", grading_cli)
 
 
 @pytest.fixture(scope="session")
-def lesson_one_release():
+def lesson_one_release(grading_cli):
     """(course directory, the command's result): lesson 1's frozen exercises
     (tests/grading_fixtures/security_assignment) released once with the real CLI
-    (``python -m utils.grading release --chapter 01``), for the grading tests that start from
-    a released, empty course (workflow, resume, faults): each takes a ``copy_course`` of it
-    instead of releasing again (about 10 s of CPU each). Nobody writes into it."""
-    import subprocess
-    import sys
+    (``python -m utils.grading release --chapter 01``, in the session's ``grading_cli``), for
+    the grading tests that start from a released, empty course (workflow, resume, faults):
+    each takes a ``copy_course`` of it instead of releasing again (about 10 s of CPU each).
+    Nobody writes into it."""
     import tempfile
 
     from grading_fixtures.hostile import SECURITY_ENV
     with tempfile.TemporaryDirectory(prefix="lesson-one-release-") as tmp:
         course = pathlib.Path(tmp) / "course"
-        env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course), **SECURITY_ENV)
-        env.pop("ATTENTION_COURSE_GRADING", None)
-        result = subprocess.run([sys.executable, "-m", "utils.grading", "release", "--chapter",
-                                 "01", "--quiet"], cwd=REPO, env=env, capture_output=True,
-                                text=True, timeout=600)
-        assert result.returncode == 0, f"release exited {result.returncode}:\n{result.stdout}" \
-                                       f"\n{result.stderr[-3000:]}"
+        result = grading_cli.run("release", "--chapter", "01", course=course, env=SECURITY_ENV,
+                                 timeout=600)
         yield course, result
 
 

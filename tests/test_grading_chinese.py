@@ -17,7 +17,7 @@ import pytest
 
 from grading_fixtures.graded_class import (ALTERNATIVE, ASSIGNMENTS, CHAPTER_SPEC, CHAPTERS,
                                            CORRECT, INSTRUCTOR, instructor, mistake_students,
-                                           read_grades, run_cli, run_cli_batch)
+                                           read_grades)
 from grading_fixtures.mistakes import ALTERNATIVES, submission
 
 CJK = range(0x4E00, 0xA000)
@@ -28,12 +28,13 @@ def chinese_characters(text: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def chinese_class():
-    """(course directory, grades) of the Chinese run."""
+def chinese_class(grading_cli):
+    """(course directory, grades) of the Chinese run (its commands in the session's CLI
+    process, tests/conftest.py's ``grading_cli``)."""
     with tempfile.TemporaryDirectory(prefix="graded-class-zh-") as tmp:
         course, inbox = pathlib.Path(tmp) / "course", pathlib.Path(tmp) / "inbox"
-        run_cli("release", "--chapter", CHAPTER_SPEC, "--language", "zh-CN", course=course)
-        collects = []
+        grading_cli.run("release", "--chapter", CHAPTER_SPEC, "--language", "zh-CN",
+                        course=course)
         for assignment in ASSIGNMENTS:
             released = nbformat.read(course / "release" / assignment / "exercises.ipynb", 4)
             assert chinese_characters(json.dumps(released.cells[0].source, ensure_ascii=False)) > 20
@@ -47,11 +48,10 @@ def chinese_class():
                            box / f"{ALTERNATIVE}.ipynb")
             for student, pack in mistake_students(assignment).items():
                 nbformat.write(submission(released, teacher, pack), box / f"{student}.ipynb")
-            collects.append(["collect", str(box), "--chapter", assignment])
-        run_cli_batch(collects, course=course)             # the eight collects: one process
-        run_cli("autograde", "--chapter", CHAPTER_SPEC, "--timeout", "60", course=course)
-        run_cli("export", "--chapter", CHAPTER_SPEC, "--to", str(course / "grades.csv"),
-                course=course)
+            grading_cli.run("collect", str(box), "--chapter", assignment, course=course)
+        grading_cli.run("autograde", "--chapter", CHAPTER_SPEC, "--timeout", "60", course=course)
+        grading_cli.run("export", "--chapter", CHAPTER_SPEC, "--to", str(course / "grades.csv"),
+                        course=course)
         yield course, read_grades(course / "grades.csv")
 
 

@@ -1,8 +1,8 @@
 """``export --format canvas|moodle``: grade CSVs an LMS imports, checked on a small class.
 
 The class goes through the real CLI (release, collect, autograde, export) like in
-test_grading_workflow (the exports, and the bad-option cases, through the CLI's entry point in
-one process: ``run_cli_each``): "full" hands in the instructor version (full marks on the autograded
+test_grading_workflow (every command through the CLI's entry point in the session's one CLI
+process, tests/conftest.py's ``grading_cli``): "full" hands in the instructor version (full marks on the autograded
 cells, 1.5 on the written answer), "blank" the untouched student version, and "absent" is in
 the gradebook (as after ``nbgrader db student add``) but hands in nothing. The LMS files are
 read back with the csv module and compared with the nbgrader table and with the points written
@@ -16,8 +16,7 @@ import tempfile
 import nbformat
 import pytest
 
-from test_grading_workflow import (ASSIGNMENT, INSTRUCTOR_NB, run_cli, run_cli_each,
-                                   with_venv_path)
+from test_grading_workflow import ASSIGNMENT, INSTRUCTOR_NB, run_cli, with_venv_path
 from utils.grading.export import AssignmentTotals, canvas_table, moodle_table
 
 CLASS = ["absent", "blank", "full"]
@@ -56,20 +55,20 @@ def read_csv(path) -> list:
 
 
 @pytest.fixture(scope="module")
-def course():
+def course(grading_cli):
     with tempfile.TemporaryDirectory(prefix="grading-lms-") as tmp:
-        yield build_class(pathlib.Path(tmp))
+        yield build_class(pathlib.Path(tmp), grading_cli)
 
 
-def build_class(tmp: pathlib.Path) -> dict:
+def build_class(tmp: pathlib.Path, cli) -> dict:
     course, inbox = tmp / "course", tmp / "inbox"
     inbox.mkdir()
-    run_cli("release", "--chapter", "01", course_dir=course)
+    run_cli("release", "--chapter", "01", course_dir=course, cli=cli)
     released = course / "release" / ASSIGNMENT / "exercises.ipynb"
     (inbox / "blank.ipynb").write_bytes(released.read_bytes())
     (inbox / "full.ipynb").write_bytes(INSTRUCTOR_NB.read_bytes())
-    run_cli("collect", str(inbox), "--chapter", "01", course_dir=course)
-    run_cli("autograde", "--chapter", "01", "--timeout", "120", course_dir=course,
+    run_cli("collect", str(inbox), "--chapter", "01", course_dir=course, cli=cli)
+    run_cli("autograde", "--chapter", "01", "--timeout", "120", course_dir=course, cli=cli,
             timeout=600)          # generous: a loaded machine is slow to import torch
 
     from nbgrader.api import Gradebook
@@ -82,8 +81,8 @@ def build_class(tmp: pathlib.Path) -> dict:
         grade.needs_manual_grade = False
         gradebook.db.commit()
 
-    # The five exports and the bad-option cases: one process (run_cli_each), each command with
-    # its own exit status and output.
+    # The five exports and the bad-option cases, each command with its own exit status and
+    # output.
     exports = [["export", "--chapter", "01"],                         # default: nbgrader table
                ["export", "--chapter", "01", "--format", "canvas"],
                ["export", "--chapter", "01", "--format", "Moodle", "--to", str(tmp / "moodle.csv")],
@@ -93,7 +92,8 @@ def build_class(tmp: pathlib.Path) -> dict:
                 "username", "--to", str(tmp / "moodle-username.csv")]]
     bad = [["export", "--chapter", "01", *options, "--to", str(course / "bad.csv")]
            for options, _ in BAD_OPTIONS]
-    results = run_cli_each(exports + bad, course_dir=course)
+    results = [run_cli(*command, course_dir=course, cli=cli, check=False)
+               for command in exports + bad]
     for command, result in zip(exports, results):
         assert result.returncode == 0, (command, result.stdout, result.stderr)
     out = {"course": course, "canvas": results[1], "moodle": results[2],

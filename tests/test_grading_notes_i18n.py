@@ -11,17 +11,16 @@ One course, one autograde run through the real CLI: lesson 1's frozen assignment
 whose locked setup says ``set_language("zh-CN")``, as the built exercises.zh-CN.ipynb do) and as
 chapter 02 in English, each with the same four submissions built with grading_fixtures.hostile:
 an output flood and an endless loop (the output limit, then a cell timeout), a segfault (a
-signal), a retyped answer cell, and broken JSON.
+signal), a retyped answer cell, and broken JSON. The commands run in the session's CLI process
+(tests/conftest.py's ``grading_cli``), each with its own exit status and output.
 """
 
 import ast
+import functools
 import json
-import os
 import pathlib
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 
 import nbformat
@@ -40,17 +39,6 @@ NUMBER = re.compile(r"\d+(?:\.\d+)?")
 ENGLISH_WORDS = re.compile(r"did not finish|was stopped|was restarted|more than|killed by|"
                            r"exited|not valid|was changed|graded as|could not|happened again|"
                            r"while the test|Grader notes")
-
-
-def run_cli(*args, course, chapters):
-    env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course),
-               ATTENTION_COURSE_CHAPTERS_DIR=str(chapters))
-    env.pop("ATTENTION_COURSE_GRADING", None)
-    result = subprocess.run([sys.executable, "-m", "utils.grading", *args, "--quiet"],
-                            cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, (f"utils.grading {' '.join(args)} exited {result.returncode}"
-                                    f"\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
-    return result
 
 
 def chinese_twin(nb):
@@ -75,7 +63,7 @@ def submissions(student_nb) -> dict:
 
 
 @pytest.fixture(scope="module")
-def graded():
+def graded(grading_cli):
     with tempfile.TemporaryDirectory(prefix="grading-notes-i18n-") as tmp:
         tmp = pathlib.Path(tmp)
         chapters, course = tmp / "chapters", tmp / "course"
@@ -85,10 +73,11 @@ def graded():
             shutil.copy(english_nb, chapters / name / "exercises.ipynb")
         nbformat.write(chinese_twin(nbformat.read(english_nb, 4)),
                        chapters / CHINESE / "exercises.zh-CN.ipynb")
+        run_cli = functools.partial(grading_cli.run,
+                                    env={"ATTENTION_COURSE_CHAPTERS_DIR": str(chapters)})
         run_cli("release", "--chapter", "01", "--language", "zh-CN", "--timeout", CELL_TIMEOUT,
-                course=course, chapters=chapters)
-        run_cli("release", "--chapter", "02", "--timeout", CELL_TIMEOUT, course=course,
-                chapters=chapters)
+                course=course)
+        run_cli("release", "--chapter", "02", "--timeout", CELL_TIMEOUT, course=course)
         students = {}
         for number, name in (("01", CHINESE), ("02", ENGLISH)):
             student_nb = nbformat.read(course / "release" / name / "exercises.ipynb", 4)
@@ -102,8 +91,8 @@ def graded():
                     target.write_bytes(raw)
                 else:
                     (inbox / f"{student}.ipynb").write_bytes(raw)
-            run_cli("collect", str(inbox), "--chapter", number, course=course, chapters=chapters)
-        run = run_cli("autograde", "--chapter", "all", course=course, chapters=chapters)
+            run_cli("collect", str(inbox), "--chapter", number, course=course)
+        run = run_cli("autograde", "--chapter", "all", course=course)
         yield {"run": run, **{
             name: {student: {
                 "nb": nbformat.read(course / "autograded" / student / name / "exercises.ipynb", 4),

@@ -5,11 +5,13 @@ honest answers) is graded with two workers; once a few submissions are done, the
 gets SIGINT, as a terminal's Ctrl-C sends it. The rerun must grade exactly the ones that were not
 done (a done submission is neither graded nor written again), the grade table must equal the
 hand-written one, the gradebook must hold one submission per student, and no student process may
-outlive the interrupted run.
+outlive the interrupted run. The commands besides the interrupted one run in the session's CLI
+process (tests/conftest.py's ``grading_cli``), each with its own exit status and output.
 """
 
 import contextlib
 import csv
+import functools
 import hashlib
 import os
 import pathlib
@@ -43,21 +45,15 @@ def cli(*args, course) -> list:
     return [sys.executable, "-m", "utils.grading", *args, "--quiet"], env
 
 
-def run_cli(*args, course):
-    command, env = cli(*args, course=course)
-    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
-                            timeout=900)
-    assert result.returncode == 0, f"{args}: {result.stdout}\n{result.stderr[-3000:]}"
-    return result
-
-
 def snapshot(paths) -> dict:
     return {p.name: (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
             for p in paths}
 
 
 @pytest.mark.slow
-def test_ctrl_c_then_rerun_loses_nothing_and_grades_nothing_twice(lesson_one_release):
+def test_ctrl_c_then_rerun_loses_nothing_and_grades_nothing_twice(lesson_one_release,
+                                                                  grading_cli):
+    run_cli = functools.partial(grading_cli.run, env=SECURITY_ENV)
     with tempfile.TemporaryDirectory(prefix="grading-resume-") as tmp:
         tmp = pathlib.Path(tmp)
         course, inbox = tmp / "course", tmp / "inbox"

@@ -137,48 +137,15 @@ EXPECTED = [
 
 
 # --- helpers ------------------------------------------------------------------------------------
-def run_cli(*args, course_dir, check=True, timeout=240):
-    """python -m utils.grading <args> in the repository, like an instructor would."""
-    env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course_dir), **SECURITY_ENV)
-    env.pop("ATTENTION_COURSE_GRADING", None)
-    result = subprocess.run([sys.executable, "-m", "utils.grading", *args, "--quiet"],
-                            cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+def run_cli(*args, course_dir, cli, check=True, timeout=240):
+    """python -m utils.grading <args> in the repository, like an instructor would, through
+    ``cli`` (tests/conftest.py's ``grading_cli``: the CLI's entry point, each command with its
+    own exit status, stdout and stderr, in one process for the session)."""
+    result = cli.run(*args, course=course_dir, expect=None, env=SECURITY_ENV, timeout=timeout)
     if check and result.returncode != 0:
         pytest.fail(f"utils.grading {' '.join(args)} exited {result.returncode}\n"
                     f"stdout:\n{result.stdout}\nstderr:\n{result.stderr[-4000:]}")
     return result
-
-
-# Several commands through the CLI's own entry point (utils.grading.cli.main: the same parsing,
-# course lock, gradebook check and one-line errors as `python -m utils.grading`), one after
-# another in ONE Python process, each with its own exit status, stdout and stderr.
-_EACH = """\
-import contextlib, io, json, sys
-from utils.grading.cli import main
-results = []
-for argv in json.loads(sys.argv[1]):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = main(argv)
-        except SystemExit as stop:              # argparse's errors
-            status = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
-    results.append([status, out.getvalue(), err.getvalue()])
-sys.stdout.write(json.dumps(results))
-"""
-
-
-def run_cli_each(commands, course_dir, timeout=240) -> list:
-    """``run_cli(*command, check=False)`` for each of ``commands``, in one process (each CLI
-    process pays about 2.5 s of CPU for its imports): a ``CompletedProcess`` per command."""
-    env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course_dir), **SECURITY_ENV)
-    env.pop("ATTENTION_COURSE_GRADING", None)
-    argvs = [[*command, "--quiet"] for command in commands]
-    result = subprocess.run([sys.executable, "-c", _EACH, json.dumps(argvs)], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=timeout)
-    assert result.returncode == 0, f"the batch of commands failed:\n{result.stderr[-4000:]}"
-    return [subprocess.CompletedProcess(argv, status, out, err)
-            for argv, (status, out, err) in zip(argvs, json.loads(result.stdout))]
 
 
 def marked_lines(source: str, begin: str, end: str) -> list:
@@ -226,14 +193,14 @@ def with_venv_path():
 
 # --- the workflow, run once for the module ------------------------------------------------------
 @pytest.fixture(scope="module")
-def workflow(lesson_one_release):
+def workflow(lesson_one_release, grading_cli):
     # Our own folder rather than tmp_path_factory: concurrent pytest runs on this machine
     # prune each other's old basetemp folders, which once deleted a course mid-run.
     with tempfile.TemporaryDirectory(prefix="grading-workflow-") as tmp:
-        yield run_workflow(pathlib.Path(tmp), lesson_one_release)
+        yield run_workflow(pathlib.Path(tmp), lesson_one_release, grading_cli)
 
 
-def run_workflow(tmp: pathlib.Path, lesson_one_release) -> dict:
+def run_workflow(tmp: pathlib.Path, lesson_one_release, cli) -> dict:
     """The class through every command. ``release`` is the session's one release of lesson 1
     (tests/conftest.py ``lesson_one_release``, the same command), copied."""
     course, inbox = tmp / "course", tmp / "inbox"
@@ -257,9 +224,10 @@ def run_workflow(tmp: pathlib.Path, lesson_one_release) -> dict:
     nbformat.write(student_nb, inbox / "empty.ipynb")
     (inbox / "instructor.ipynb").write_bytes(INSTRUCTOR_NB.read_bytes())
 
-    out["collect"] = run_cli("collect", str(inbox), "--chapter", ASSIGNMENT, course_dir=course)
+    out["collect"] = run_cli("collect", str(inbox), "--chapter", ASSIGNMENT, course_dir=course,
+                             cli=cli)
     out["autograde"] = run_cli("autograde", "--chapter", "01", "--timeout", "10",
-                               course_dir=course)
+                               course_dir=course, cli=cli)
     with contextlib.closing(sqlite3.connect(course / "gradebook.db")) as connection:
         out["journal"] = connection.execute("PRAGMA journal_mode").fetchone()[0]
     out["wal_left"] = sorted(p.name for p in course.glob("gradebook.db-*"))
@@ -273,9 +241,9 @@ def run_workflow(tmp: pathlib.Path, lesson_one_release) -> dict:
             grade.needs_manual_grade = False
         gradebook.db.commit()
 
-    out["feedback"] = run_cli("feedback", "--chapter", "01", course_dir=course)
+    out["feedback"] = run_cli("feedback", "--chapter", "01", course_dir=course, cli=cli)
     out["export"] = run_cli("export", "--chapter", "01", "--to", str(course / "grades.csv"),
-                            course_dir=course)
+                            course_dir=course, cli=cli)
     return out
 
 
@@ -413,24 +381,25 @@ def test_grading_mode_flag_and_light_import():
         assert result.stdout.split() == expected.split()
 
 
-def test_cli_rejects_bad_input():
+def test_cli_rejects_bad_input(grading_cli):
     with tempfile.TemporaryDirectory(prefix="grading-cli-") as tmp:
-        check_bad_input(pathlib.Path(tmp))
+        check_bad_input(pathlib.Path(tmp), grading_cli)
 
 
-def check_bad_input(tmp_path):
-    bad = run_cli("release", "--chapter", "99", course_dir=tmp_path / "c", check=False)
+def check_bad_input(tmp_path, cli):
+    bad = run_cli("release", "--chapter", "99", course_dir=tmp_path / "c", cli=cli, check=False)
     assert bad.returncode == 2 and "no chapter '99'" in bad.stderr
     inside = run_cli("init", "--course-dir", str(REPO / "grading"), course_dir=tmp_path,
-                     check=False)
+                     cli=cli, check=False)
     assert inside.returncode == 2 and "inside the course repository" in inside.stderr
     empty = run_cli("collect", str(tmp_path), "--chapter", "01", course_dir=tmp_path / "c",
-                    check=False)
+                    cli=cli, check=False)
     assert empty.returncode == 2 and "release it first" in empty.stderr
 
 
 @pytest.mark.slow
-def test_collect_keeps_the_class_when_some_file_names_are_bad(lesson_one_release):
+def test_collect_keeps_the_class_when_some_file_names_are_bad(lesson_one_release,
+                                                              grading_cli):
     """Bad names are listed with the rule and skipped; the others are collected; exit 1."""
     with tempfile.TemporaryDirectory(prefix="grading-collect-") as tmp:
         tmp = pathlib.Path(tmp)
@@ -447,7 +416,7 @@ def test_collect_keeps_the_class_when_some_file_names_are_bad(lesson_one_release
         nested.write_bytes(released.read_bytes())
         (inbox / "broken.ipynb").write_text("{not json")
         result = run_cli("collect", str(inbox), "--chapter", "01", course_dir=course,
-                         check=False)
+                         cli=grading_cli, check=False)
         assert result.returncode == 1, result.stdout + result.stderr
         collected = sorted(p.name for p in (course / "submitted").iterdir())
         assert collected == sorted(good)

@@ -20,14 +20,11 @@ import math
 import os
 import pathlib
 import re
-import subprocess
-import sys
-import tempfile
 
 import nbformat
 import pytest
 
-from conftest import CHAPTERS, REPO
+from conftest import CHAPTERS
 from grading_fixtures.mistakes import solution_sources
 from grading_fixtures.null_submissions import (answers_graded_as, is_prediction_cell,
                                                wrong_predictions)
@@ -82,17 +79,6 @@ def find(texts: set, haystack: str) -> list:
         for match in re.finditer(pattern, haystack):
             found.append(haystack[max(0, match.start() - 60):match.end() + 20].replace("\n", " "))
     return found
-
-
-def release_all(tmp: pathlib.Path) -> pathlib.Path:
-    course = tmp / "course"
-    env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course))
-    spec = os.environ.get("FIXTURE_CHAPTERS") or "all"
-    result = subprocess.run([sys.executable, "-m", "utils.grading", "release", "--chapter", spec,
-                             "--quiet"], cwd=REPO, env=env, capture_output=True, text=True,
-                            timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return course / "release"
 
 
 def student_run(released_nb, instructor_nb, chapter_dir: pathlib.Path):
@@ -161,9 +147,10 @@ def notebook_text(nb, skip=()) -> str:
 
 
 @pytest.fixture(scope="module")
-def released():
-    with tempfile.TemporaryDirectory(prefix="secrecy-") as tmp:
-        yield release_all(pathlib.Path(tmp))
+def released(released_chapters):
+    """The release/ folder of the session's one release of every chapter (tests/conftest.py's
+    ``released_chapters``, ``release --chapter all`` with the real CLI)."""
+    return released_chapters / "release"
 
 
 def test_renderings_find_a_printed_truth_and_skip_round_numbers():

@@ -11,6 +11,7 @@ the session's, plus the course directory given to ``run``.
 
 import json
 import os
+import select
 import subprocess
 import sys
 import tempfile
@@ -69,14 +70,18 @@ class CliSession:
         self._send = os.fdopen(self._requests, "w")
         self._receive = os.fdopen(self._replies, "r")
 
-    def run(self, *args, course, expect=0, env=None) -> subprocess.CompletedProcess:
+    def run(self, *args, course, expect=0, env=None, timeout=1200) -> subprocess.CompletedProcess:
         """``python -m utils.grading <args> --quiet`` on ``course``, with the session's
-        environment updated by ``env``; asserts its exit status is ``expect`` (None: any)."""
+        environment updated by ``env``; asserts its exit status is ``expect`` (None: any).
+        A command that takes more than ``timeout`` seconds ends the session."""
         argv = [str(arg) for arg in args] + ["--quiet"]
         env = dict(self.env, **(env or {}), ATTENTION_COURSE_GRADING_DIR=str(course))
         env.pop("ATTENTION_COURSE_GRADING", None)
         self._send.write(json.dumps({"argv": argv, "env": env}) + "\n")
         self._send.flush()
+        if not select.select([self._receive], [], [], timeout)[0]:
+            self.process.kill()
+            raise AssertionError(f"{argv} did not finish within {timeout} s")
         line = self._receive.readline()
         if not line:
             self.process.wait(timeout=60)

@@ -3,17 +3,15 @@ tests that read its grades and feedback (tests/conftest.py's ``graded_class``).
 
 Per chapter: the instructor notebook itself (``instructor``), the released notebook with the
 instructor's answers (``correct``), the second correct answers (``alternative``), one submission per catalogued mistake (``mistakes.py``) and one per null
-submission (``null_submissions.py``: each must earn 0). Release, collect, ONE autograde for all
-chapters, feedback and export, in one course directory; the eight collects run in one process
-(``run_cli_batch``), and so do feedback and export.
+submission (``null_submissions.py``: each must earn 0). Release (the session's one release of
+every chapter, copied), collect, ONE autograde for all chapters, feedback and export, in one
+course directory; every command runs in the session's one
+CLI process (tests/conftest.py's ``grading_cli``, a ``grading_fixtures.cli_session.CliSession``).
 """
 
 import csv
-import json
 import os
 import pathlib
-import subprocess
-import sys
 
 import nbformat
 
@@ -50,44 +48,6 @@ def instructor(assignment: str):
     return nbformat.read(CHAPTERS / assignment / "exercises.ipynb", as_version=4)
 
 
-def run_cli(*args, course):
-    env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course))
-    result = subprocess.run([sys.executable, "-m", "utils.grading", *args, "--quiet"], cwd=REPO,
-                            env=env, capture_output=True, text=True, timeout=1200)
-    assert result.returncode == 0, (f"utils.grading {' '.join(args)} exited "
-                                    f"{result.returncode}:\n{result.stdout}\n{result.stderr[-3000:]}")
-    return result
-
-
-# Runs several commands through the CLI's own entry point (utils.grading.cli.main: the same
-# argument parsing, course lock, gradebook check and roster as `python -m utils.grading`), one
-# after another in one Python process; stops at the first that does not exit 0.
-_BATCH = """\
-import json, sys
-from utils.grading.cli import main
-for argv in json.loads(sys.argv[1]):
-    status = main(argv)
-    print(f"== utils.grading {' '.join(argv)}: exit {status}", flush=True)
-    if status != 0:
-        sys.exit(1)
-"""
-
-
-def run_cli_batch(commands, course):
-    """``run_cli`` for each of ``commands`` (argument lists), in ONE process: a grading command's
-    process start and imports (nbgrader, nbconvert, jsonschema: about 5 s of CPU) are paid once
-    instead of once per command (8 collects per class). Each must exit 0."""
-    env = dict(os.environ, ATTENTION_COURSE_GRADING_DIR=str(course))
-    argvs = [[*command, "--quiet"] for command in commands]
-    result = subprocess.run([sys.executable, "-c", _BATCH, json.dumps(argvs)], cwd=REPO,
-                            env=env, capture_output=True, text=True, timeout=1200)
-    finished = result.stdout.count("== utils.grading ")
-    assert result.returncode == 0 and finished == len(argvs), (
-        f"utils.grading: {len(argvs)} commands in one process, {finished} ran, the last did not "
-        f"exit 0:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
-    return result
-
-
 def _nbgrader(cell) -> dict:
     return cell.metadata.get("nbgrader", {})
 
@@ -112,16 +72,15 @@ def write_submissions(course: pathlib.Path, inbox: pathlib.Path, assignment: str
     return ["collect", str(box), "--chapter", assignment]
 
 
-def grade_class(tmp: pathlib.Path):
-    """(course directory, {(assignment, student): {grade_id: score}}) after the whole run."""
-    course, inbox = tmp / "course", tmp / "inbox"
-    run_cli("release", "--chapter", CHAPTER_SPEC, course=course)
-    run_cli_batch([write_submissions(course, inbox, assignment) for assignment in ASSIGNMENTS],
-                  course=course)
-    run_cli("autograde", "--chapter", CHAPTER_SPEC, "--timeout", "60", course=course)
-    run_cli_batch([["feedback", "--chapter", CHAPTER_SPEC],
-                   ["export", "--chapter", CHAPTER_SPEC, "--to", str(course / "grades.csv")]],
-                  course=course)
+def grade_class(course: pathlib.Path, inbox: pathlib.Path, cli):
+    """(course directory, {(assignment, student): {grade_id: score}}) after the whole run of
+    ``course`` (every chapter released: tests/conftest.py's ``released_chapters``, copied);
+    ``cli``: a ``CliSession``."""
+    for assignment in ASSIGNMENTS:
+        cli.run(*write_submissions(course, inbox, assignment), course=course)
+    cli.run("autograde", "--chapter", CHAPTER_SPEC, "--timeout", "60", course=course)
+    cli.run("feedback", "--chapter", CHAPTER_SPEC, course=course)
+    cli.run("export", "--chapter", CHAPTER_SPEC, "--to", str(course / "grades.csv"), course=course)
     return course, read_grades(course / "grades.csv")
 
 
