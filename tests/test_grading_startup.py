@@ -3,6 +3,8 @@ settings are read from nbgrader_config.py without running it, which submissions 
 a SQLite gradebook is read with sqlite3, and a worker's nbgrader gradebooks create the tables
 once per engine. Each answer must equal what running the config / nbgrader itself gives."""
 
+import shutil
+
 import pytest
 
 from utils.grading import autograde
@@ -35,22 +37,31 @@ def test_a_config_edited_beyond_plain_values_is_run(tmp_path, edit):
     assert course_mod.read_settings(tmp_path).timeout == 60          # what running it gives
 
 
-def gradebook_with(tmp_path, submitted):
+@pytest.fixture(scope="module")
+def gradebook_file(tmp_path_factory):
+    """A gradebook with assignments a1 and a2 and the submissions ann/a1 and bob/a2, made once
+    (a new gradebook runs alembic: about 4 s of CPU); each test takes a copy."""
     from nbgrader.api import Gradebook
-    course_mod.put_venv_on_path()                    # a new gradebook runs alembic
-    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
-    with Gradebook(url, "course") as gradebook:
+    course_mod.put_venv_on_path()
+    path = tmp_path_factory.mktemp("gradebook") / "gradebook.db"
+    with Gradebook(f"sqlite:///{path}", "course") as gradebook:
         gradebook.add_assignment("a1")
         gradebook.add_assignment("a2")
-        for student, assignment in submitted:
+        for student, assignment in [("ann", "a1"), ("bob", "a2")]:
             gradebook.update_or_create_student(student)
             gradebook.add_submission(assignment, student)
-    return course_mod.CourseSettings(tmp_path, course_id="course", db_url=url)
+    return path
 
 
-def test_the_sqlite_view_of_submissions_answers_as_nbgrader(tmp_path):
+def gradebook_copy(gradebook_file, tmp_path):
+    shutil.copy(gradebook_file, tmp_path / "gradebook.db")
+    return course_mod.CourseSettings(tmp_path, course_id="course",
+                                     db_url=f"sqlite:///{tmp_path / 'gradebook.db'}")
+
+
+def test_the_sqlite_view_of_submissions_answers_as_nbgrader(gradebook_file, tmp_path):
     from nbgrader.api import Gradebook
-    settings = gradebook_with(tmp_path, [("ann", "a1"), ("bob", "a2")])
+    settings = gradebook_copy(gradebook_file, tmp_path)
     with autograde.gradebook_view(settings, "a1") as view, \
             Gradebook(settings.db_url, "course") as gradebook:
         assert isinstance(view, autograde.SubmissionsView)
@@ -68,10 +79,10 @@ def test_the_sqlite_view_of_submissions_answers_as_nbgrader(tmp_path):
             pass
 
 
-def test_a_workers_gradebooks_create_the_tables_once(tmp_path):
+def test_a_workers_gradebooks_create_the_tables_once(gradebook_file, tmp_path):
     from nbgrader.api import Gradebook
     from sqlalchemy import event
-    settings = gradebook_with(tmp_path, [("ann", "a1")])
+    settings = gradebook_copy(gradebook_file, tmp_path)
     statements = []
     with autograde.FastReplay() as replay:
         for _ in range(3):
