@@ -51,8 +51,10 @@ lab: $(STAMP)
 #   so an output that holds only with this machine's SIMD kernels (AVX-512 here, AVX2 elsewhere)
 #   fails here, not on a student's machine; then the tests that grade in the sandbox and check
 #   what it leaves behind (hostile, resume, exercise, feedback, null-submission, workflow, fault
-#   and Chinese-grading tests), one after another, and the Transformer's training test (2 min:
-#   with it the lanes end at about one time).
+#   and Chinese-grading tests), one after another, the tests that share their set-ups (the
+#   prediction-secrecy test reads the graded class's release of every chapter, the start-up
+#   test lesson 1's release), and the Transformer's training test (2 min: with it the lanes
+#   end at about one time).
 # Each notebook runs once: a Chinese notebook's code is its English notebook's up to comments
 # and strings and prints the same numbers (tests/test_i18n.py), so the English run covers this
 # machine's kernels and the Chinese run the generic ones, for both languages.
@@ -71,6 +73,7 @@ LANE2_TESTS := tests/test_grading_hostile.py tests/test_grading_resume.py \
                tests/test_exercises.py tests/test_feedback_diagnoses.py \
                tests/test_grading_workflow.py tests/test_null_submissions.py \
                tests/test_grading_faults.py tests/test_grading_chinese.py \
+               tests/test_prediction_secrecy.py tests/test_grading_startup.py \
                tests/test_training_transformer.py
 LANE2_LOG := tests/artifacts/lane2.log
 CHINESE_NOTEBOOKS := $(wildcard chapters/*/lesson.zh-CN.ipynb chapters/*/exercises.zh-CN.ipynb)
