@@ -51,10 +51,11 @@ lab: $(STAMP)
 #   so an output that holds only with this machine's SIMD kernels (AVX-512 here, AVX2 elsewhere)
 #   fails here, not on a student's machine; then the tests that grade in the sandbox and check
 #   what it leaves behind (hostile, resume, exercise, feedback, null-submission, workflow, fault
-#   and Chinese-grading tests), one after another, the tests that share their set-ups (the
-#   prediction-secrecy test reads the graded class's release of every chapter, the start-up
-#   test lesson 1's release), and the Transformer's training test (2 min: with it the lanes
-#   end at about one time).
+#   and Chinese-grading tests), one after another, the prediction-secrecy test (it reads the
+#   graded class's release of every chapter) and the start-up test (lesson 1's release, made
+#   in both lanes: here for the workflow, resume and fault tests, in lane 1 for the browser
+#   tests; it moved for the lanes' balance), and the Transformer's training test (2 min: with
+#   it the lanes end at about one time).
 # Each notebook runs once: a Chinese notebook's code is its English notebook's up to comments
 # and strings and prints the same numbers (tests/test_i18n.py), so the English run covers this
 # machine's kernels and the Chinese run the generic ones, for both languages.
