@@ -45,8 +45,9 @@ lab: $(STAMP)
 
 # `make test` runs two lanes at once, one per core (GNU make and a POSIX shell, no extra tool):
 # - lane 1: every unit, parity and browser test, the grading tests not named below, the
-#   fresh-clone test, the Bahdanau training test and the LMS export tests, then the English lessons and
-#   exercises under strict nbval, on this machine's own CPU kernels;
+#   fresh-clone test, the Bahdanau training test (as the Transformer's: about 10 s) and the LMS
+#   export tests, then the English lessons and exercises under strict nbval, on this machine's
+#   own CPU kernels;
 # - lane 2: the Chinese lessons and exercises under strict nbval on torch's generic CPU kernels,
 #   so an output that holds only with this machine's SIMD kernels (AVX-512 here, AVX2 elsewhere)
 #   fails here, not on a student's machine; then the tests that grade in the sandbox and check
@@ -54,8 +55,8 @@ lab: $(STAMP)
 #   and Chinese-grading tests), one after another, the prediction-secrecy test (it reads the
 #   graded class's release of every chapter) and the start-up test (lesson 1's release, made
 #   in both lanes: here for the workflow, resume and fault tests, in lane 1 for the browser
-#   tests; it moved for the lanes' balance), and the Transformer's training test (2 min: with
-#   it the lanes end at about one time).
+#   tests; it moved for the lanes' balance), and the Transformer's training test (the shipped
+#   models and 10 epochs trained here: about 25 s; `make test-training` trains them all).
 # Each notebook runs once: a Chinese notebook's code is its English notebook's up to comments
 # and strings and prints the same numbers (tests/test_i18n.py), so the English run covers this
 # machine's kernels and the Chinese run the generic ones, for both languages.
