@@ -34,7 +34,7 @@ def _answer(nb, grade_id: str, source: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def graded_class(lesson_one_release):
+def graded_class(lesson_one_release, grading_cli):
     with tempfile.TemporaryDirectory(prefix="grading-pages-") as tmp:
         tmp = pathlib.Path(tmp)
         inbox = tmp / "inbox"
@@ -50,12 +50,12 @@ def graded_class(lesson_one_release):
         mallory.cells.insert(1, nbformat.v4.new_markdown_cell("My own cell.\n\n" + payload_markdown))
         nbformat.write(mallory, inbox / "mallory.ipynb")
         nbformat.write(released, inbox / "eve.ipynb")
-        run_cli("collect", str(inbox), "--chapter", "01", course_dir=course)
-        run_cli("autograde", "--chapter", "01", "--timeout", "20", course_dir=course)
+        run_cli("collect", str(inbox), "--chapter", "01", course_dir=course, cli=grading_cli)
+        run_cli("autograde", "--chapter", "01", "--timeout", "20", course_dir=course, cli=grading_cli)
         eve = course / "autograded" / "eve" / ASSIGNMENT / "exercises.ipynb"
         nbformat.write(hostile_notebook(nbformat.read(eve, as_version=4), grade_id_payload=False),
                        eve)
-        run_cli("feedback", "--chapter", "01", course_dir=course)
+        run_cli("feedback", "--chapter", "01", course_dir=course, cli=grading_cli)
 
         from nbgrader.api import Gradebook
         with_venv_path()
