@@ -10,9 +10,11 @@ print for a student is Chinese.
 
 import json
 import pathlib
+import re
 import tempfile
 
 import nbformat
+
 import pytest
 
 from grading_fixtures.graded_class import (ALTERNATIVE, ASSIGNMENTS, CHAPTER_SPEC, CHAPTERS,
@@ -81,3 +83,8 @@ def test_what_the_checks_print_is_chinese(chinese_class, assignment):
                for output in cell.get("outputs", [])]
     assert printed, "the graded test cells printed nothing"
     assert chinese_characters(" ".join(printed)) > 10, printed[:3]
+    # The checks' own verdict (utils.grading.checks, from the catalog), not only Chinese that a
+    # test cell prints by itself: with utils speaking English this fails.
+    text = "\n".join(printed)
+    assert re.search(r"\d+ 项检查通过 \d+ 项（得 [\d.]+ 分，满分 [\d.]+ 分）|没有一项检查通过", text), printed
+    assert not re.search(r"checks passed \(|no check passed", text), printed
