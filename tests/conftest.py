@@ -80,7 +80,7 @@ def one_intra_op_thread(request):
 def grading_cli():
     """One process running grading commands for the session's tests that use it
     (``grading_fixtures.cli_session.CliSession``: ``grading_cli.run(*args, course=...)``)
-    instead of a process per command (about 2.5 s of CPU of imports each)."""
+    instead of a process per command (each command that imports nbgrader pays it once here)."""
     from grading_fixtures.cli_session import CliSession
     with CliSession(os.environ) as session:
         yield session

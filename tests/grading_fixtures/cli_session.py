@@ -3,9 +3,11 @@
 ``CliSession.run(*args)`` is ``python -m utils.grading <args> --quiet``, run by
 ``utils.grading.cli.main`` in a Python process that stays up between commands (the same
 argument parsing, course lock, gradebook check and one-line errors): its own exit status,
-stdout and stderr, as a ``subprocess.CompletedProcess``. A grading command's process pays
-about 2.5 s of CPU for its imports; a test that runs many commands one after another, and
-looks at the course between two of them, pays it once. The environment of each command is
+stdout and stderr, as a ``subprocess.CompletedProcess``. A new process costs about 0.15 s of
+CPU to start; a command that imports nbgrader (release, collect, feedback) pays that import once
+per session here instead of once per command. Module-level state outlives a command here, unlike
+an instructor's separate processes: commands that must start fresh (killed or interrupted on
+purpose) still run as processes of their own. The environment of each command is
 the session's, plus the course directory given to ``run``.
 """
 
