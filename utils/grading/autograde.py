@@ -176,6 +176,9 @@ def _replay_config(settings: CourseSettings):
         "nbconvert.preprocessors.ClearMetadataPreprocessor",
         "nbgrader.preprocessors.LimitOutput", "nbgrader.preprocessors.SaveAutoGrades",
         "nbgrader.preprocessors.AssignLatePenalties", "nbgrader.preprocessors.CheckCellMetadata"]
+    # The notebook is validated once after a phase's preprocessors, not after each of them
+    # (nbconvert's own option): an invalid notebook still fails, the valid ones are unchanged.
+    config.NotebookExporter.optimistic_validation = True
     return config
 
 
@@ -188,7 +191,9 @@ class FastReplay:
     cell-metadata check reuses one schema validator. Unchanged, each ``Gradebook`` (about ten per replayed notebook) makes its own
     engine (its SQL compiled again) and session class (SQLAlchemy then updates its event
     listeners for every session class made so far: the replay slowed down with each student),
-    and every cell's metadata check validated the schema itself first. Same queries, same data.
+    and every cell's metadata check validated the schema itself first. Besides, what does not
+    change while the replay is open is looked up once (``_read_once``): that the course exists,
+    and the assignment's source and graded cells. The same rows are written.
     """
 
     def __enter__(self):
@@ -218,7 +223,43 @@ class FastReplay:
         api.create_engine, api.sessionmaker = create_engine, sessionmaker
         common.jsonschema = _CheckedSchemas(common.jsonschema)
         self._create_tables_once(api)
+        self._read_once(api)
         return self
+
+    def _read_once(self, api) -> None:
+        """Each ``Gradebook`` checks that its course exists (a query and a commit, about ten
+        times per notebook), and the cell check looks up every cell's source and graded cell
+        (about 25 queries). Rows the replay only reads and never changes: once the course is
+        known to exist it is not checked again; a cell found is kept, detached from its session
+        (its columns loaded; reading a relation of it would raise). Not kept: what is missing."""
+        known, cells = set(), {}
+        real_check, real_source, real_graded = (api.Gradebook.check_course,
+                                                 api.Gradebook.find_source_cell,
+                                                 api.Gradebook.find_graded_cell)
+
+        def check_course(gradebook, course_id="default_course", **kwargs):
+            key = (str(gradebook.engine.url), course_id)
+            if kwargs or key not in known:
+                course = real_check(gradebook, course_id=course_id, **kwargs)
+                if course is not None:           # found (None: just added, or an error)
+                    known.add(key)
+                return course
+            return None                          # Gradebook.__init__ ignores what it returns
+
+        def kept(real, kind):
+            def find(gradebook, name, notebook, assignment):
+                key = (str(gradebook.engine.url), kind, name, notebook, assignment)
+                if key not in cells:
+                    cell = real(gradebook, name, notebook, assignment)   # MissingEntry: raised
+                    gradebook.db.expunge(cell)
+                    cells[key] = cell
+                return cells[key]
+            return find
+
+        self.saved_finders = real_check, real_source, real_graded
+        api.Gradebook.check_course = check_course
+        api.Gradebook.find_source_cell = kept(real_source, "source")
+        api.Gradebook.find_graded_cell = kept(real_graded, "graded")
 
     def _create_tables_once(self, api) -> None:
         """Each ``Gradebook`` lists the database's tables and creates the missing ones (about
@@ -242,6 +283,8 @@ class FastReplay:
         self.api.create_engine, self.api.sessionmaker, self.common.jsonschema = self.saved
         del self.api.Base.metadata.create_all             # the class's method again
         self.api.inspect = self.saved_inspect
+        (self.api.Gradebook.check_course, self.api.Gradebook.find_source_cell,
+         self.api.Gradebook.find_graded_cell) = self.saved_finders
         for engine in self.engines.values():
             del engine.dispose                        # the class's method again
             engine.dispose()
@@ -258,10 +301,12 @@ class _KnownTables:
 
 
 class _CheckedSchemas:
-    """``jsonschema`` with ``validate`` checking each schema once, not at every call."""
+    """``jsonschema`` with ``validate`` checking each schema once, not at every call, and each
+    instance once per schema if it is valid (the same cell metadata comes back for every
+    student: validating it again gives the same answer). An invalid one is checked every time."""
 
     def __init__(self, module):
-        self.module, self.validators = module, {}
+        self.module, self.validators, self.valid = module, {}, set()
 
     def __getattr__(self, name):
         return getattr(self.module, name)
@@ -272,9 +317,17 @@ class _CheckedSchemas:
             cls = self.module.validators.validator_for(schema)
             cls.check_schema(schema)
             self.validators[key] = cls(schema)
+        try:
+            seen = (key, json.dumps(instance, sort_keys=True))
+        except (TypeError, ValueError):           # not JSON: validated, not remembered
+            seen = None
+        if seen is not None and seen in self.valid:
+            return
         error = self.module.exceptions.best_match(self.validators[key].iter_errors(instance))
         if error is not None:
             raise error
+        if seen is not None:
+            self.valid.add(seen)
 
 
 def record_grades(settings: CourseSettings, assignment: str, student: str, config) -> None:

@@ -245,18 +245,29 @@ def grade(job: Job) -> dict:
     return result
 
 
-def _warm_up() -> None:
-    """The imports every job needs, paid once before the first job."""
+def _warm_up(after_torch=lambda: None) -> None:
+    """The imports every job needs, paid once before the first job (``after_torch`` is called
+    once torch is imported)."""
     from utils.grading import skip_unused_schema_formats
     skip_unused_schema_formats()
     import torch  # (the tests compare tensors)
     # One thread, as in the sandbox: a test's tensors are small, and with the other core busy
     # (another worker) a second thread made torch.softmax over a non-last axis 0.1-3 ms a call.
     torch.set_num_threads(1)
+    after_torch()
     import utils.reproducibility  # noqa: F401  (the locked setup cells call set_seed)
     import utils.grading.evaluate  # noqa: F401  (and nbformat, IPython's input transformer)
     import nbgrader.converters  # noqa: F401  (the gradebook replay)
     _first_use()
+    keep_imports_out_of_gc()
+
+
+def keep_imports_out_of_gc() -> None:
+    """Move every object made so far (torch's and nbgrader's modules, about 270,000) out of
+    the garbage collector's reach: each full collection walked them all, 0.2-0.3 s of CPU, about
+    once per ten submissions. Before a fork, it also keeps their pages shared."""
+    import gc
+    gc.freeze()
 
 
 def _first_use() -> None:
@@ -328,14 +339,14 @@ def zygote(settings: dict, report) -> None:
             TEMPLATE.key, TEMPLATE.template = None, None
 
     # The first slot's template imports torch beside this process; the others start once this
-    # process has imported, so that on a 2-core machine they do not delay the first worker's
-    # first submission (they get ready while it is graded).
+    # process has imported torch (when the first template is about done with it: on a 2-core
+    # machine they take its core, not this process's), so they are ready when the workers start.
     start_templates(slots[:1])
-    _warm_up()
-    start_templates(slots[1:])
+    _warm_up(after_torch=lambda: start_templates(slots[1:]))
     for assignment in settings.get("assignments", ()):
         _warm_assignment(assignment["source"], assignment["release"])
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is for the workers
+    keep_imports_out_of_gc()                          # and the assignments read just now
     pids = []
     for slot in slots:
         pid = os.fork()
