@@ -189,7 +189,8 @@ def main() -> None:
     _check(_libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "become a subreaper")
     from utils.grading import agent
     agent.warm_imports(settings.get("imports", ()))
-    gc.collect()
+    # No gc.collect() first: after the imports it found about 50 objects to free, for 0.16 s
+    # of CPU on the path of the template's start.
     gc.freeze()                                     # fewer copied pages in each fork
     control.sendall(json.dumps({"ok": True, "ready": True}).encode())
     serve(control, settings.get("keep", []))
