@@ -191,7 +191,7 @@ def median_time(fn, repeats: int = 7, threads: int = 1) -> dict:
         with torch.no_grad():
             fn()                                          # warm-up
             times = []
-            for _ in range(repeats):
+            for _repeat in range(repeats):   # (not `_`: the translation function)
                 start = time.perf_counter()
                 fn()
                 times.append(time.perf_counter() - start)

@@ -10,11 +10,9 @@ Budget (issue 35): each lesson <= 30 s, the course <= 120 s, on 2 CPU cores.
 import argparse
 import os
 import pathlib
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 
 from tests.benchmarks.common import git_revision, machine, print_table
 from tests.conftest import SESSION_DIRS
