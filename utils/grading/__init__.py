@@ -29,5 +29,7 @@ def skip_unused_schema_formats() -> None:
 
 
 # ``python -m nbgrader`` with skip_unused_schema_formats() first (utils.grading.course).
+# A new gradebook's schema revision is read in the process (utils.grading.alembic_head).
 NBGRADER_MAIN = ("import sys; sys.modules.setdefault('rfc3987_syntax', None); "
+                 "from utils.grading import alembic_head; alembic_head.install(); "
                  "from nbgrader.apps.nbgraderapp import main; main()")

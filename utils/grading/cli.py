@@ -399,7 +399,10 @@ def cmd_feedback(args) -> int:
 
 def cmd_export(args) -> int:
     from nbgrader.api import Gradebook
+
+    from utils.grading import alembic_head
     from utils.grading import export as export_mod
+    alembic_head.install()
 
     fmt = export_mod.choose(args.format, {f: () for f in export_mod.FORMATS}, "--format")
     for option, value, applies in [("--canvas-id-column", args.canvas_id_column, "canvas"),

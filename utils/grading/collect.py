@@ -50,6 +50,8 @@ def collect(settings: CourseSettings, folder, assignment: str) -> list:
     """
     from nbgrader.api import Gradebook, MissingEntry
 
+    from utils.grading import alembic_head
+    alembic_head.install()
     with Gradebook(settings.db_url, settings.course_id) as gradebook:
         try:
             gradebook.find_assignment(assignment)

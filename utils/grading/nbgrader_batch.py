@@ -49,6 +49,8 @@ def main(argv: list) -> int:
         return 2
     results, commands = argv[0], json.loads(argv[1])
     sys.modules.setdefault("rfc3987_syntax", None)       # as NBGRADER_MAIN (utils.grading)
+    from utils.grading import alembic_head
+    alembic_head.install()                                # a new gradebook: no `alembic` process
     statuses = []
     for command in commands:
         statuses.append(_run_one(list(command)))

@@ -77,7 +77,9 @@ def rebuild(settings: CourseSettings, run_nbgrader, force: bool = False) -> str:
     """Rebuild the gradebook (see the module docstring); returns the summary line.
     ``run_nbgrader(*args)`` runs one nbgrader command in the course (raises on failure)."""
     from nbgrader.api import Gradebook
-    from utils.grading import autograde
+
+    from utils.grading import alembic_head, autograde
+    alembic_head.install()
 
     course = settings.course_dir
     found = integrity.problem(settings.db_url)
