@@ -1,6 +1,8 @@
 """Tests of utils.plotting: heatmap grids, line plots, the Animator and progress bars."""
 
 import io
+import os
+import pathlib
 import subprocess
 import sys
 
@@ -301,10 +303,14 @@ def test_notebook_cells_show_exactly_one_figure_each(tmp_path):
     # must still match one for one when the notebook runs again.
     path = tmp_path / "animator.ipynb"
     nbformat.write(nb, path)
+    # -p tests.quick_imports, as the Makefile runs nbval (2-4 s of CPU less).
+    repo = pathlib.Path(__file__).resolve().parents[1]
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-p",
-         "no:cacheprovider", "-q", path.name],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        [sys.executable, "-m", "pytest", "-p", "tests.quick_imports", "--nbval",
+         "--nbval-current-env", "-p", "no:cacheprovider", "-q", path.name],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+            filter(None, [str(repo), os.environ.get("PYTHONPATH")]))))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert f"{len(NOTEBOOK_CELLS)} passed" in result.stdout
 
