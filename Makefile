@@ -13,9 +13,10 @@ STAMP  := $(VENV)/.installed
 # d2l is a test oracle only: installed without its pins (see tests/d2l_oracle.py).
 # Packages are installed --no-compile and byte-compiled by compileall instead, on every core,
 # torch's while pip installs the rest: setup took 88-107 s instead of 120-148 s (3 runs each,
-# alternating, on 2 cores). compileall, like pip, passes over the few files that are not Python 3 (hence
-# `|| true`); a file still being written when the background pass read it is compiled again by
-# the last pass, which recompiles every file whose size or time differs from its .pyc's.
+# alternating, on 2 cores). compileall, like pip, passes over the few files that are not
+# Python 3 (hence `|| true`); a file still being written when the background pass read it is
+# compiled again by the last pass, which recompiles every file whose size or time differs from
+# its .pyc's.
 SITE_PACKAGES = $(VENV)/lib/python*/site-packages
 D2L_VERSION := 1.0.3
 # What `make test` runs: unit, parity, drift, grading and browser tests, plus every lesson
@@ -91,7 +92,7 @@ LANE2_LOG := tests/artifacts/lane2.log
 CHINESE_NOTEBOOKS := $(wildcard chapters/*/lesson.zh-CN.ipynb chapters/*/exercises.zh-CN.ipynb)
 
 # First, the course's own modules are byte-compiled once: a machine that sets
-# PYTHONDONTWRITEBYTECODE (this project's do) would otherwise compile them again in each of the
+# PYTHONDONTWRITEBYTECODE (this project's machines do) would otherwise compile them again in each of the
 # run's processes (kernels, sandboxes, grading commands; about 0.07 s of CPU for the imports of a
 # lesson). A .pyc whose source has changed since is ignored by Python.
 test: $(STAMP)
