@@ -48,11 +48,11 @@ LAB_USER_SETTINGS = {
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
         "fetchNews": "false", "checkForUpdates": False},
 }
-# `python -m jupyterlab`, with the optional rfc3987_syntax package looking absent first, as in
-# tests/quick_imports.py: jsonschema then skips its "iri" format check, which no Jupyter server
-# schema uses, and the server starts without the 2.3 s of CPU that package spends at import.
-LAB_MAIN = ("import sys; sys.modules.setdefault('rfc3987_syntax', None); "
-            "from jupyterlab.labapp import main; sys.exit(main())")
+# `python -m jupyterlab` after utils.grading.skip_unused_schema_formats() (the grader's and
+# tests/quick_imports.py's way): jsonschema then skips its "iri" format check, which no Jupyter
+# server schema uses, and the server starts without the 2.3 s of CPU that package spends at import.
+LAB_MAIN = ("import sys; from utils.grading import skip_unused_schema_formats; "
+            "skip_unused_schema_formats(); from jupyterlab.labapp import main; sys.exit(main())")
 # The plugin that asks "Would you like to receive official Jupyter news?" in a toast.
 LAB_PAGE_CONFIG = {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}
 
