@@ -17,7 +17,7 @@ from utils import shipped_models
 from utils.alignment import score_model
 from utils.bleu import bleu_by_length
 from utils.gold_alignment import load_gold
-from utils.model_cache import SHIPPED_DIR
+from utils.model_cache import SHIPPED_DIR, stored_vocabs, vocab_file
 from utils.seq2seq import (LESSON_ALIGNED, LESSON_BAHDANAU, LESSON_BOOK_DECODER,
                            LESSON_NO_ATTENTION, LESSON_PAPER_ENCODER, train_or_load_bahdanau)
 from utils.training import heldout_bleu, training_pairs
@@ -39,8 +39,9 @@ def bahdanau(course_pairs_file):
 
 def test_shipped_files_are_the_presets_with_their_checksums(course_pairs_file):
     from utils.induction import LESSON_INDUCTION
-    expected = {shipped_models.shipped_file(name, course_pairs_file).name
-                for name in shipped_models.presets()} | {LESSON_INDUCTION.file_name()}
+    models = {shipped_models.shipped_file(name, course_pairs_file) for name in shipped_models.presets()}
+    expected = ({file.name for file in models} | {vocab_file(file).name for file in models}
+                | {LESSON_INDUCTION.file_name()})
     listed = {}
     for line in (SHIPPED_DIR / shipped_models.CHECKSUMS).read_text().splitlines():
         digest, name = line.split()
@@ -50,6 +51,47 @@ def test_shipped_files_are_the_presets_with_their_checksums(course_pairs_file):
         file = SHIPPED_DIR / name
         assert file.stat().st_size <= 10 * 2 ** 20, f"{name} is over 10 MB"
         assert shipped_models.sha256(file) == digest, f"{name} does not match SHA256SUMS"
+
+
+def test_stored_vocabularies_are_those_built_from_the_data(course_pairs_file):
+    # Loading a shipped model reads its vocabularies from <kind>-<key>.vocabs.json instead of
+    # building them: they must be exactly what building them from the data gives.
+    from utils.lm_training import lm_vocab
+    from utils.training import training_vocabs
+    for name, (kind, config, _, _) in shipped_models.presets().items():
+        file = shipped_models.shipped_file(name, course_pairs_file)
+        stored = stored_vocabs(file, 1 if kind == "language_model" else 2)
+        built = ((lm_vocab(config, course_pairs_file),) if kind == "language_model"
+                 else training_vocabs(config, course_pairs_file))
+        assert stored is not None, f"{vocab_file(file).name} is missing or unreadable"
+        for have, want in zip(stored, built, strict=True):
+            assert vars(have) == vars(want), f"{vocab_file(file).name} differs from {name}'s data"
+
+
+def test_a_model_without_readable_vocabularies_builds_them(tmp_path, monkeypatch, course_pairs_file):
+    # A cached model whose .vocabs.json is missing or damaged still loads, with the same
+    # vocabularies (built from the data, as before the files existed).
+    from utils import model_cache
+    from utils.seq2seq import BahdanauConfig
+    config = BahdanauConfig()
+    shipped = shipped_models.shipped_file("book_bahdanau", course_pairs_file)
+    expected = train_or_load_bahdanau(config, course_pairs_file, animate=False)
+    assert expected[-1] and expected[-2] == shipped
+    for damage in ("missing", "damaged"):
+        cache = tmp_path / damage / "models"
+        cache.mkdir(parents=True)
+        copy = cache / shipped.name
+        copy.write_bytes(shipped.read_bytes())
+        if damage == "damaged":
+            vocab_file(copy).write_text('{"vocabs": [{"idx_to_token": 3}]}')
+        assert model_cache.stored_vocabs(copy, 2) is None
+        monkeypatch.setenv("ATTENTION_COURSE_CACHE", str(tmp_path / damage))
+        model, src, tgt, _, file, from_cache = train_or_load_bahdanau(config, course_pairs_file,
+                                                                      animate=False)
+        assert from_cache and file == copy
+        assert vars(src) == vars(expected[1]) and vars(tgt) == vars(expected[2])
+        assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(),
+                                                     expected[0].state_dict().values()))
 
 
 @pytest.mark.slow

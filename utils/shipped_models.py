@@ -12,7 +12,10 @@ causal-mask demo runs, seconds; lesson 8's language model, about a minute) and t
 ``<kind>-<key>.pt``: ``key`` hashes the settings, the data, the code that trains the model
 (``utils.code_fingerprint``) and torch's version, so a lesson loads a shipped model only when
 all of them match, and trains its own otherwise: after any change to the model, training or data
-code, run this command again. ``SHA256SUMS`` lists the files' checksums.
+code, run this command again. Beside each model, ``<kind>-<key>.vocabs.json`` holds its
+vocabularies, so that loading it need not build them from the data file again
+(``--vocabularies`` writes them for the shipped models without training). ``SHA256SUMS`` lists
+the files' checksums.
 ``--epochs N`` trains N epochs instead, ``--num-examples N`` on the first N pairs only (quick
 checks that the command works; such files have another key, so lessons never mistake them for
 the real ones).
@@ -24,7 +27,7 @@ import hashlib
 import pathlib
 import sys
 
-from utils.model_cache import SHIPPED_DIR, save_model, settings_key
+from utils.model_cache import SHIPPED_DIR, save_model, settings_key, write_vocabs
 
 CHECKSUMS = "SHA256SUMS"
 
@@ -72,8 +75,10 @@ def sha256(file: pathlib.Path) -> str:
 
 
 def write_checksums(folder: pathlib.Path) -> pathlib.Path:
-    """``SHA256SUMS`` for every ``.pt`` file of ``folder`` (``sha256sum -c`` reads it)."""
-    lines = [f"{sha256(file)}  {file.name}\n" for file in sorted(folder.glob("*.pt"))]
+    """``SHA256SUMS`` for every ``.pt`` and ``.vocabs.json`` file of ``folder`` (``sha256sum
+    -c`` reads it)."""
+    files = sorted([*folder.glob("*.pt"), *folder.glob("*.vocabs.json")])
+    lines = [f"{sha256(file)}  {file.name}\n" for file in files]
     target = folder / CHECKSUMS
     target.write_text("".join(lines))
     return target
@@ -98,9 +103,26 @@ def make(name: str, epochs: int | None = None, folder: pathlib.Path = SHIPPED_DI
     return file
 
 
+def write_shipped_vocabs(name: str, folder: pathlib.Path = SHIPPED_DIR, path=None) -> pathlib.Path:
+    """Write the vocabularies of the shipped model ``name`` beside it, built from the data as
+    loading it would (no training). Raises FileNotFoundError if the model is not there."""
+    kind, config, _, versions = presets()[name]
+    file = shipped_file(name, path, folder)
+    if not file.is_file():
+        raise FileNotFoundError(f"{file} is missing; train it with: python -m utils.shipped_models {name}")
+    from utils import lm_training, training
+    if kind == "language_model":
+        vocabs = (lm_training.lm_vocab(config, path),)
+    else:
+        vocabs = training.training_vocabs(config, path)           # (source, target)
+    return write_vocabs(file, vocabs)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("name", choices=[*presets(), "all"])
+    parser.add_argument("--vocabularies", action="store_true",
+                        help="only write the vocabularies beside the shipped models (no training)")
     parser.add_argument("--epochs", type=int, help="train this many epochs instead (a check)")
     parser.add_argument("--num-examples", type=int,
                         help="train on the first N pairs of the file instead (a check)")
@@ -113,7 +135,10 @@ def main(argv=None) -> int:
         parser.error(f"--num-examples must be >= 1, got {args.num_examples}")
     names = list(presets()) if args.name == "all" else [args.name]
     for name in names:
-        make(name, args.epochs, args.out, num_examples=args.num_examples)
+        if args.vocabularies:
+            print(f"{name}: {write_shipped_vocabs(name, args.out)}")
+        else:
+            make(name, args.epochs, args.out, num_examples=args.num_examples)
     print(f"checksums: {write_checksums(args.out)}")
     return 0
 
