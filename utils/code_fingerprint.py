@@ -148,7 +148,7 @@ def model_code_modules(start: str, utils_dir: pathlib.Path = UTILS_DIR) -> list:
         if path is None:
             continue                                   # ``utils.x.func``: not a module
         seen.add(name)
-        todo.extend(imported_utils_modules(ast.parse(path.read_text(encoding="utf-8"))))
+        todo.extend(_parsed(path.read_text(encoding="utf-8"))[0])
     if start not in seen:
         raise ValueError(f"{start} is not a module under {utils_dir}; pass e.g. 'utils.seq2seq'")
     return sorted(seen)
@@ -159,18 +159,21 @@ def source_fingerprint(paths) -> str:
     text of messages, in the given order."""
     digest = hashlib.sha256()
     for path in paths:
-        digest.update(_hashed_tree(pathlib.Path(path).read_text(encoding="utf-8")))
+        digest.update(_parsed(pathlib.Path(path).read_text(encoding="utf-8"))[1])
         digest.update(b"\0")
     return digest.hexdigest()[:20]
 
 
 @functools.lru_cache(maxsize=256)
-def _hashed_tree(source: str) -> bytes:
-    """What ``source_fingerprint`` hashes of one file's source, parsed once per process for
-    each distinct source (an edited file is parsed again). A lesson asks for the same module's
-    fingerprint with every stored evaluation it reads: parsing it cost about 0.06 s each time."""
-    tree = without_message_text(_without_docstrings(ast.parse(source)))
-    return ast.dump(tree, annotate_fields=True, include_attributes=False).encode()
+def _parsed(source: str) -> tuple[frozenset, bytes]:
+    """(the ``utils`` modules one file's source imports, what ``source_fingerprint`` hashes of
+    it), from one parse per process for each distinct source (an edited file is parsed again).
+    A lesson asks for the same module's fingerprint with every stored evaluation it reads:
+    parsing it cost about 0.06 s each time."""
+    tree = ast.parse(source)
+    imports = frozenset(imported_utils_modules(tree))
+    tree = without_message_text(_without_docstrings(tree))
+    return imports, ast.dump(tree, annotate_fields=True, include_attributes=False).encode()
 
 
 @functools.lru_cache(maxsize=None)
