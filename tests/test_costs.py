@@ -5,6 +5,9 @@ the course's MultiHeadAttention on its explicit path); stored bytes against the 
 explicit path keeps; path lengths by which inputs an output actually depends on.
 """
 
+import subprocess
+import sys
+
 import pytest
 import torch
 from torch import nn
@@ -13,9 +16,11 @@ from torch.utils.flop_counter import FlopCounterMode
 from utils.costs import (attention_matrix_bytes, conv1d_flops, decoder_position_flops,
                          generation_flops, generation_schedule, gru_flops, machine_line,
                          max_path_length, median_time, median_times, multihead_attention_flops,
-                         self_attention_flops, sequential_steps)
+                         peak_memory_mib, self_attention_flops, sequential_steps)
 from utils.language_model import DecoderOnlyConfig, DecoderOnlyLM, generate
-from utils.multihead import MultiHeadAttention, peak_memory_mib
+from utils.multihead import MultiHeadAttention
+
+from conftest import REPO
 
 
 def counted_flops(fn) -> int:
@@ -71,6 +76,32 @@ def test_measured_peak_memory_holds_the_counted_matrices():
     stored = attention_matrix_bytes(1, 4, 512, 512) / 2 ** 20     # 8 MiB
     assert peak_memory_mib(lambda: mha(X, X, X, need_weights=True)) >= stored
     assert peak_memory_mib(lambda: mha(X, X, X, need_weights=False)) < stored / 4
+
+
+def test_peak_memory_is_that_of_torch_profiler_without_importing_the_compiler():
+    # utils.costs.peak_memory_mib drives the profiler one layer down; its figures are those of
+    # utils.multihead's (torch.profiler.profile), which it replaced. A fresh process, to see
+    # that torch._dynamo stays unimported.
+    script = """if True:
+        import sys, torch
+        from utils.costs import peak_memory_mib
+        from utils.multihead import MultiHeadAttention
+        mha = MultiHeadAttention(64, 4).eval()
+        calls = [lambda n=n, w=w, X=torch.randn(2, n, 64): mha(X, X, X, need_weights=w)
+                 for n in (16, 128, 512) for w in (True, False)]
+        ours = [peak_memory_mib(call) for call in calls]
+        print("dynamo" if "torch._dynamo" in sys.modules else "no dynamo")
+        from utils.multihead import peak_memory_mib as with_torch_profiler
+        [with_torch_profiler(call) for call in calls]
+        # The first round holds one-time allocations of a few KiB (the profiler's, the
+        # layer's); from the second on both give the same figures.
+        ours = [peak_memory_mib(call) for call in calls]
+        print(ours == [with_torch_profiler(call) for call in calls], ours[4] > 8 * ours[5] > 0)
+    """
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["no", "dynamo", "True", "True"], result.stdout
 
 
 def _depends(outputs_fn, n, source, target) -> bool:

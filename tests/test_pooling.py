@@ -14,7 +14,7 @@ from utils.pooling import (KERNELS, ParametricNadarayaWatson, average_pooling,
                            check_leave_one_out, check_query_rows, kernel_weights,
                            leave_one_out_curve, leave_one_out_error, leave_one_out_pairs,
                            make_regression_data, mean_squared_error, nadaraya_watson,
-                           sgd_step, train_parametric, true_function, uncovered_queries)
+                           train_parametric, true_function, uncovered_queries)
 
 
 @pytest.fixture(scope="module")
@@ -252,24 +252,6 @@ def test_training_decreases_the_loss_and_narrows_the_kernel(data):
     assert losses[-1] < 0.5 * losses[0]
     # w starts in [0, 1) and grows past 5: a kernel narrower than 0.2
     assert model.w.item() > 5 and model.sigma < 0.2
-
-
-@pytest.mark.parametrize("lr", [0.5, 0.1, 0.037])
-def test_sgd_step_is_torch_sgd_bitwise(data, lr):
-    # sgd_step writes out what torch.optim.SGD's step and zero_grad do: the same weights, bit
-    # for bit, after every step (lesson 2 trains with it).
-    keys, values = leave_one_out_pairs(data.x_train, data.y_train)
-    ours, theirs = ParametricNadarayaWatson(seed=3), ParametricNadarayaWatson(seed=3)
-    extra = torch.nn.Parameter(torch.tensor([0.25, -2.0]))      # a parameter with no gradient
-    optimizer = torch.optim.SGD([*theirs.parameters(), extra], lr=lr)
-    for _ in range(6):
-        for model in (ours, theirs):
-            ((model(data.x_train, keys, values) - data.y_train) ** 2).sum().backward()
-        sgd_step([*ours.parameters(), extra], lr)
-        optimizer.step()
-        optimizer.zero_grad()
-        assert torch.equal(ours.w, theirs.w) and ours.w.grad is None
-    assert torch.equal(extra, torch.tensor([0.25, -2.0]))
 
 
 def test_parametric_rejects_bad_input():

@@ -13,6 +13,7 @@ Counts are FLOPs of the matrix products, 2 per multiply-add, the convention of
 - ``generation_schedule(prompt_len, new_tokens, use_cache)``: (queries, keys) of every step
 - ``generation_flops(...)``: generating with or without the key/value cache, counted step by step
 - ``count_operators(fn)``: the PyTorch operators a call dispatches (a fixed cost, counted)
+- ``peak_memory_mib(fn)``: the peak of what PyTorch allocates during a call (measured)
 - ``median_time(fn, repeats)``, ``median_times(fns, repeats)``, ``machine_line()``: timings,
   only as support
 """
@@ -268,3 +269,31 @@ def count_operators(fn) -> dict:
     with torch.no_grad(), _Counter():
         fn()
     return {"total": sum(by_name.values()), "by_name": dict(sorted(by_name.items()))}
+
+
+def peak_memory_mib(fn) -> float:
+    """Peak extra CPU memory (MiB) that PyTorch allocates while running ``fn()`` without autograd.
+
+    PyTorch's profiler records every allocation and free; this replays them in time order and
+    returns the highest running total. It drives the profiler through ``torch.autograd.profiler``,
+    the layer under ``torch.profiler.profile`` (which would import torch's compiler, about 2 s,
+    the first time it starts), so the figures are the same. The profiler's C++ start/stop log
+    lines go to /dev/null.
+    """
+    from torch.autograd.profiler import profile
+
+    saved_stderr = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        with torch.no_grad(), profile(use_cpu=True, profile_memory=True) as prof:
+            fn()
+    finally:
+        os.dup2(saved_stderr, 2)
+        os.close(saved_stderr)
+        os.close(devnull)
+    running = peak = 0
+    for event in sorted(prof.function_events, key=lambda e: e.time_range.start):
+        running += event.self_cpu_memory_usage
+        peak = max(peak, running)
+    return peak / 2 ** 20

@@ -243,6 +243,9 @@ def peak_memory_mib(fn) -> float:
 
     Replays the allocations and frees the profiler records, in time order, and returns the
     highest running total. The profiler's C++ start/stop log lines are sent to /dev/null.
+    Replaced by ``utils.costs.peak_memory_mib`` (the same figures, without importing torch's
+    compiler); kept until the next retraining, since removing it would change this module's
+    code fingerprint (``utils.code_fingerprint``) and retire the shipped models.
     """
     import os
     from torch.profiler import ProfilerActivity, profile

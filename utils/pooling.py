@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from utils.i18n import _
+from utils.optimizers import sgd_step
 from utils.validation import check_positive_int
 
 KERNELS = ("gaussian", "boxcar", "epanechnikov", "laplace")
@@ -241,18 +242,6 @@ class ParametricNadarayaWatson(nn.Module):
     def sigma(self) -> float:
         """The Gaussian width this model uses: 1 / |w|."""
         return 1.0 / abs(self.w.item())
-
-
-def sgd_step(parameters, lr: float) -> None:
-    """One step of plain SGD, then the gradients cleared: p <- p - lr * p.grad for each parameter
-    that has a gradient. The same update as ``torch.optim.SGD(parameters, lr)``'s ``step()`` then
-    ``zero_grad()`` (without momentum or weight decay), written out; it also spares the first
-    use of ``torch.optim`` in a process, which imports torch's compiler (about 2 s)."""
-    with torch.no_grad():
-        for p in parameters:
-            if p.grad is not None:
-                p.add_(p.grad, alpha=-lr)                          # p - lr * grad, in place
-                p.grad = None
 
 
 def train_parametric(x_train, y_train, epochs: int = 5, lr: float = 0.5, seed: int = 0,

@@ -21,7 +21,8 @@ import torch
 import torch.nn.functional as F
 
 from tests.benchmarks.common import git_revision, machine, print_table
-from utils.multihead import MultiHeadAttention, peak_memory_mib, to_torch_multihead
+from utils.costs import peak_memory_mib
+from utils.multihead import MultiHeadAttention, to_torch_multihead
 
 D, HEADS, BATCH = 768, 12, 2
 GOAL = 1.1
