@@ -74,7 +74,7 @@ def test_adam_skips_a_parameter_without_gradient_and_keeps_its_count():
 
 @pytest.mark.parametrize("call, message", [
     (lambda: sgd_step([torch.zeros(2)], lr=0), r"learning rate lr must be > 0, got 0"),
-    (lambda: sgd_step([], lr=0.1), r"pass the tensors to train"),
+    (lambda: sgd_step([], lr=0.1), r"pass the tensors to train \(e\.g\. model\.parameters\(\)\), got \[\]$"),
     (lambda: Adam([3.0], lr=0.1), r"pass the tensors to train \(e\.g\. model\.parameters\(\)\), got \['float'\]"),
     (lambda: Adam([torch.zeros(2)], lr=-1), r"learning rate lr must be > 0, got -1"),
     (lambda: Adam([torch.zeros(2)], betas=(0.9, 1.0)), r"betas must be two numbers in \[0, 1\)"),

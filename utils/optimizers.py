@@ -23,7 +23,7 @@ def _checked_parameters(parameters) -> list:
     parameters = list(parameters)
     if not parameters or not all(isinstance(p, torch.Tensor) for p in parameters):
         raise ValueError(_("pass the tensors to train (e.g. model.parameters()), got {found}").format(
-            found=[type(p).__name__ for p in parameters] or "nothing"))
+            found=[type(p).__name__ for p in parameters]))             # [] when empty
     return parameters
 
 
