@@ -18,6 +18,8 @@ Counts are FLOPs of the matrix products, 2 per multiply-add, the convention of
   only as support
 """
 
+import contextlib
+import itertools
 import os
 import platform
 import statistics
@@ -271,29 +273,32 @@ def count_operators(fn) -> dict:
     return {"total": sum(by_name.values()), "by_name": dict(sorted(by_name.items()))}
 
 
+@contextlib.contextmanager
+def _stderr_to_devnull():
+    """File descriptor 2 points at /dev/null inside the block (C++ log lines go nowhere)."""
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        for fd in (saved, devnull):
+            os.close(fd)
+
+
 def peak_memory_mib(fn) -> float:
     """Peak extra CPU memory (MiB) that PyTorch allocates while running ``fn()`` without autograd.
 
     PyTorch's profiler records every allocation and free; this replays them in time order and
     returns the highest running total. It drives the profiler through ``torch.autograd.profiler``,
     the layer under ``torch.profiler.profile`` (which would import torch's compiler, about 2 s,
-    the first time it starts), so the figures are the same. The profiler's C++ start/stop log
-    lines go to /dev/null.
+    the first time it starts), so the figures are those of ``utils.multihead.peak_memory_mib``,
+    which it replaces. The profiler's C++ start/stop log lines go to /dev/null.
     """
     from torch.autograd.profiler import profile
 
-    saved_stderr = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        with torch.no_grad(), profile(use_cpu=True, profile_memory=True) as prof:
-            fn()
-    finally:
-        os.dup2(saved_stderr, 2)
-        os.close(saved_stderr)
-        os.close(devnull)
-    running = peak = 0
-    for event in sorted(prof.function_events, key=lambda e: e.time_range.start):
-        running += event.self_cpu_memory_usage
-        peak = max(peak, running)
-    return peak / 2 ** 20
+    with _stderr_to_devnull(), torch.no_grad(), profile(use_cpu=True, profile_memory=True) as prof:
+        fn()
+    totals = itertools.accumulate(event.self_cpu_memory_usage for event in
+                                  sorted(prof.function_events, key=lambda e: e.time_range.start))
+    return max(itertools.chain([0], totals)) / 2 ** 20                   # never below 0
