@@ -290,18 +290,22 @@ class ForkedProcess:
 
 
 class SandboxTemplate:
-    """One bubblewrap sandbox per grading slot whose process (``utils.grading.template``) has
-    imported torch once and forks a fresh student process per ``Sandbox``, in new PID, mount
-    and IPC namespaces, after killing what was left of the previous one and emptying the
-    writable directories. Needs the grader to run as root (the template makes namespaces)."""
+    """A bubblewrap sandbox whose process (``utils.grading.template``) has imported torch once
+    and forks a fresh student process per ``Sandbox``, in new PID, mount and IPC namespaces,
+    after killing what was left of the previous one and emptying the writable directories.
+    A pool of workers starts one with ``mother=True`` and ``clone``s a template per slot from it
+    (one torch import for all); a lone worker starts its own. Needs the grader to run as root
+    (the template makes namespaces)."""
 
-    def __init__(self, limits: Limits, slot: int = 0, extra_read_only=(), imports=()):
+    def __init__(self, limits: Limits, slot: int = 0, extra_read_only=(), imports=(),
+                 mother: bool = False):
         self.limits, self.slot = limits, slot
         self.broken = None
         binds = _binds(extra_read_only)
         keep = [str(b) for b in binds
                 if any(str(b).startswith(root + "/") for root in ("/tmp", "/home/student"))]
-        settings = {"imports": list(imports), "keep": keep}
+        settings = {"imports": list(imports), "keep": keep, "mother": mother,
+                    "size": limits.file_mb * 2 ** 20}
         command = bwrap_command(limits.file_mb * 2 ** 20, extra_read_only)
         for key, value in _environment(True).items():
             command += ["--setenv", key, value]
@@ -313,6 +317,35 @@ class SandboxTemplate:
         theirs.close()
         self.pidfd = os.pidfd_open(self.process.pid)   # usable from a forked worker too
         self._ready = False
+
+    def clone(self, slot: int) -> "SandboxTemplate":
+        """A template for another slot, forked by this one (started with ``mother=True``) in
+        namespaces of its own: it costs no second torch import. Raises SandboxDied."""
+        if self.broken:
+            raise SandboxDied(self.broken)
+        self.wait_ready()
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            try:
+                socket.send_fds(self.control, [json.dumps({"op": "clone"}).encode()],
+                                [theirs.fileno()])
+            except OSError as error:
+                raise SandboxDied(f"the grading sandbox stopped ({error})") from None
+            finally:
+                theirs.close()
+            reply, fds = self._receive(time.monotonic() + 60)
+            if not reply.get("ok") or len(fds) != 1:
+                for fd in fds:
+                    os.close(fd)
+                raise SandboxDied(f"the grading sandbox could not start a template for slot "
+                                  f"{slot} ({str(reply.get('error'))[:300]})")
+        except SandboxDied:
+            mine.close()
+            raise
+        clone = object.__new__(SandboxTemplate)
+        clone.limits, clone.slot, clone.broken = self.limits, slot, None
+        clone.control, clone.process, clone.pidfd, clone._ready = mine, None, fds[0], False
+        return clone
 
     @staticmethod
     def supported(sandboxed: bool) -> bool:
@@ -382,19 +415,21 @@ class SandboxTemplate:
         """Kill the sandbox (bwrap's --die-with-parent takes the rest along)."""
         if self.pidfd is None:
             return
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        if self.process is not None:                  # not a clone (its mother reaps it)
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
         except ProcessLookupError:
             pass
         select.select([self.pidfd], [], [], 5)
-        try:
-            self.process.wait(timeout=1)              # reap it, where this process is the parent
-        except (subprocess.TimeoutExpired, ChildProcessError):
-            pass
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=1)          # reap it, where this process is the parent
+            except (subprocess.TimeoutExpired, ChildProcessError):
+                pass
         os.close(self.pidfd)
         self.pidfd = None
         self.control.close()

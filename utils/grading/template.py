@@ -15,6 +15,12 @@ pipe ends (the student's stdin, reply channel and output, and a status pipe). Fo
    (the kernel empties the namespace). When the student's process ends by itself, the init kills
    the rest and writes its exit status (``{"exit": code}``, negative: a signal) to the status pipe.
 
+A pool of workers shares one sandbox and one torch import: its template is started as a *mother*
+(``"mother": true``) that forks nothing but one template per slot (``clone`` requests). Each
+clone is PID 1 of new PID, mount, network and IPC namespaces, with its own empty tmpfs on the
+writable directories (the read-only binds under them bound again), so the students of two slots
+share no file, socket or process; within its namespaces a clone works as described above.
+
 The template never reads the student's code or data and never runs as the student; it reads only
 the worker's requests.
 """
@@ -26,10 +32,13 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import sys
 
-CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 0x40000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = (0x00020000, 0x08000000, 0x20000000,
+                                                         0x40000000)
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = (
+    1, 2, 4, 8, 32, 4096, 0x4000, 0x40000)
 PR_SET_CHILD_SUBREAPER = 36
 WRITABLE = ("/tmp", "/home/student")
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -151,6 +160,92 @@ def _helper(control: socket.socket, settings: dict, fds: list) -> None:
         os._exit(1)
 
 
+def _fresh_writable(keep, size: int) -> None:
+    """In a new mount namespace: an empty tmpfs (``size`` bytes) on each writable directory, and
+    the read-only binds that lived under them (``keep``) bound there again, read-only."""
+    held = {}
+    for path in sorted(keep, key=len):
+        if not any(path.startswith(other + "/") for other in held):   # else seen via a parent
+            held[path] = os.open(path, os.O_PATH)
+    for root in WRITABLE:
+        _check(_libc.mount(b"tmpfs", root.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
+                           f"size={size},mode=1777".encode()), f"mount a tmpfs on {root}")
+    for path, fd in held.items():
+        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            os.makedirs(path, mode=0o755, exist_ok=True)
+        else:
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+        _check(_libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None,
+                           MS_BIND | MS_REC, None), f"bind {path}")
+        _check(_libc.mount(None, path.encode(), None,
+                           MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None),
+               f"make {path} read-only")
+        os.close(fd)
+
+
+def _clone(mother: socket.socket, control_fd: int, settings: dict) -> None:
+    """Forked from the mother: new namespaces and writable directories, then one slot's
+    template as PID 1 of the new PID namespace; hand its pidfd over (never returns)."""
+    try:
+        _check(_libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC), "unshare")
+        _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+        _fresh_writable(settings.get("keep", []), int(settings["size"]))
+        template = os.fork()
+        if template == 0:
+            code = 0
+            try:
+                mother.close()
+                control = socket.socket(fileno=control_fd)
+                control.sendall(json.dumps({"ok": True, "ready": True}).encode())
+                serve(control, settings.get("keep", []))
+            except BaseException:                   # noqa: BLE001 - nothing may escape a fork
+                code = 1
+            os._exit(code)
+        pidfd = os.pidfd_open(template)
+        socket.send_fds(mother, [json.dumps({"ok": True}).encode()], [pidfd])
+        os._exit(0)
+    except BaseException as error:                  # noqa: BLE001 - reported to the pool
+        try:
+            message = {"ok": False, "error": f"{type(error).__name__}: {error}"[:500]}
+            mother.sendall(json.dumps(message).encode())
+        except OSError:
+            pass
+        os._exit(1)
+
+
+def serve_clones(control: socket.socket, settings: dict) -> None:
+    """The mother's loop: one new slot template per ``clone`` request (which carries the new
+    template's control socket)."""
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 65536, 1)
+        except (ConnectionError, OSError):
+            return
+        if not message:
+            return                                  # the pool closed the channel
+        try:
+            if len(fds) != 1 or json.loads(message).get("op") != "clone":
+                raise ValueError("a clone request carries one control socket")
+            helper = os.fork()
+            if helper == 0:
+                _clone(control, fds[0], settings)
+            _, status = os.waitpid(helper, 0)
+            if os.waitstatus_to_exitcode(status) not in (0, 1):   # 0, 1: it answered itself
+                raise RuntimeError(f"the clone helper failed (status {status})")
+        except Exception as error:                  # noqa: BLE001 - reported to the pool
+            control.sendall(json.dumps({"ok": False, "error": f"{type(error).__name__}: "
+                                                              f"{error}"[:500]}).encode())
+        finally:
+            for fd in fds:
+                os.close(fd)
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:    # clones that ended (this is their reaper)
+                pass
+        except ChildProcessError:
+            pass
+
+
 def serve(control: socket.socket, keep) -> None:
     while True:
         try:
@@ -193,7 +288,10 @@ def main() -> None:
     # of CPU on the path of the template's start.
     gc.freeze()                                     # fewer copied pages in each fork
     control.sendall(json.dumps({"ok": True, "ready": True}).encode())
-    serve(control, settings.get("keep", []))
+    if settings.get("mother"):
+        serve_clones(control, settings)
+    else:
+        serve(control, settings.get("keep", []))
 
 
 if __name__ == "__main__":

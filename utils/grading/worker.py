@@ -3,18 +3,20 @@
 Run as ``python -m utils.grading.worker [<slot settings JSON>]``; it reads one JSON job per line
 on stdin and answers one JSON line per job on its own copy of stdout. With ``"slots"`` in the
 settings it is a zygote instead: it imports once and forks one worker per slot, each with its
-own job and result pipes (``zygote``), so N workers cost one start-up. A job names the submitted
-notebook, the trusted source and release notebooks, where to write the graded notebook, and the
-limits. The slot settings (given at start) let the worker start its sandbox template while it
-imports torch itself. After grading, the worker records the graded notebook in the gradebook
-and writes its done marker (``autograde.record``). A submission during which the student's
-process died of something its code did not cause (``NotebookGrader.foreign``: a signal no limit
-sends, a sandbox that could not start) is graded once more from scratch; only a death that
-happens again stands, with a note saying so.
+own job and result pipes (``zygote``), so N workers cost one start-up; their sandbox templates
+are cloned from one the zygote starts first (one torch import in the sandbox for all). A job
+names the submitted notebook, the trusted source and release notebooks, where to write the
+graded notebook, and the limits. The slot settings (given at start) let the worker start its
+sandbox template while it imports torch itself. After grading, the worker records the graded
+notebook in the gradebook and writes its done marker (``autograde.record``). A submission
+during which the student's process died of something its code did not cause
+(``NotebookGrader.foreign``: a signal no limit sends, a sandbox that could not start) is graded
+once more from scratch; only a death that happens again stands, with a note saying so.
 
 Work that is the same for every student is done once per worker: reading the source and release
 notebooks, the imports of the setup cells, and (as root) the sandbox template, from which each
-student's process is forked (see ``utils.grading.template``). Without root, each student gets a
+student's process is forked (see ``utils.grading.template``); a worker whose template stops
+starts a new one of its own. Without root, each student gets a
 new sandbox process, started while the previous submission is graded.
 """
 
@@ -245,16 +247,14 @@ def grade(job: Job) -> dict:
     return result
 
 
-def _warm_up(after_torch=lambda: None) -> None:
-    """The imports every job needs, paid once before the first job (``after_torch`` is called
-    once torch is imported)."""
+def _warm_up() -> None:
+    """The imports every job needs, paid once before the first job."""
     from utils.grading import skip_unused_schema_formats
     skip_unused_schema_formats()
     import torch  # (the tests compare tensors)
     # One thread, as in the sandbox: a test's tensors are small, and with the other core busy
     # (another worker) a second thread made torch.softmax over a non-last axis 0.1-3 ms a call.
     torch.set_num_threads(1)
-    after_torch()
     import utils.reproducibility  # noqa: F401  (the locked setup cells call set_seed)
     import utils.grading.evaluate  # noqa: F401  (and nbformat, IPython's input transformer)
     import nbgrader.converters  # noqa: F401  (the gradebook replay)
@@ -322,29 +322,49 @@ def serve(jobs, results) -> None:
         TEMPLATE.discard()
 
 
+def _mother_template(settings: dict):
+    """The pool's sandbox template that forks one template per slot (``SandboxTemplate.clone``),
+    started now so that it imports torch beside the zygote; None where none can be."""
+    if not SandboxTemplate.supported(settings.get("sandboxed", True)):
+        return None
+    try:
+        return SandboxTemplate(Limits(**settings.get("limits", {})), 0,
+                               tuple(settings.get("extra_read_only", ())),
+                               tuple(settings.get("warm_imports", ())), mother=True)
+    except Exception:                             # noqa: BLE001 - each worker starts its own
+        traceback.print_exc()
+        return None
+
+
+def _slot_templates(mother, settings: dict) -> dict:
+    """{slot: (template key, its template cloned from ``mother``)}; a slot left out starts its
+    own template at its first job."""
+    templates = {}
+    if mother is None:
+        return templates
+    limits = Limits(**settings.get("limits", {}))
+    for slot in settings["slots"]:
+        key = _template_key(slot["slot"], tuple(settings.get("extra_read_only", ())), limits,
+                            tuple(settings.get("warm_imports", ())))
+        try:
+            templates[slot["slot"]] = (key, mother.clone(slot["slot"]))
+        except Exception:                         # noqa: BLE001 - the first job tries again
+            traceback.print_exc()
+    return templates
+
+
 def zygote(settings: dict, report) -> None:
-    """Start every slot's sandbox template, import once, then fork one worker per slot (its
-    job and result pipes are ``settings["slots"]``); report their pids, wait for them."""
+    """Start the pool's sandbox template, import once, then fork one worker per slot (its job
+    and result pipes are ``settings["slots"]``), each with a template cloned for its slot;
+    report their pids, wait for them."""
     import signal
     slots = settings["slots"]
-    templates = {}
-
-    def start_templates(some) -> None:
-        for slot in some:
-            try:
-                prepare(dict(settings, slot=slot["slot"]))
-                templates[slot["slot"]] = (TEMPLATE.key, TEMPLATE.template)
-            except Exception:                     # noqa: BLE001 - the first job tries again
-                traceback.print_exc()
-            TEMPLATE.key, TEMPLATE.template = None, None
-
-    # The first slot's template imports torch beside this process; the others start once this
-    # process has imported torch (when the first template is about done with it: on a 2-core
-    # machine they take its core, not this process's), so they are ready when the workers start.
-    start_templates(slots[:1])
-    _warm_up(after_torch=lambda: start_templates(slots[1:]))
+    # The template imports torch beside this process; one import serves every slot.
+    mother = _mother_template(settings)
+    _warm_up()
     for assignment in settings.get("assignments", ()):
         _warm_assignment(assignment["source"], assignment["release"])
+    templates = _slot_templates(mother, settings)
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is for the workers
     keep_imports_out_of_gc()                          # and the assignments read just now
     pids = []
@@ -362,8 +382,10 @@ def zygote(settings: dict, report) -> None:
                 for number, (key, template) in templates.items():
                     if number == slot["slot"]:
                         TEMPLATE.key, TEMPLATE.template = key, template
-                    elif template is not None:
+                    else:
                         template.forget()
+                if mother is not None:
+                    mother.forget()
                 serve(os.fdopen(slot["jobs"]), os.fdopen(slot["results"], "w"))
             except KeyboardInterrupt:
                 code = 130
@@ -383,8 +405,9 @@ def zygote(settings: dict, report) -> None:
         except ChildProcessError:
             pass
     for _, template in templates.values():
-        if template is not None:
-            template.close()
+        template.close()
+    if mother is not None:
+        mother.close()
 
 
 def main() -> None:

@@ -1,0 +1,107 @@
+"""A pool's slots share one sandbox template process but nothing a student can reach.
+
+The pool's template (``SandboxTemplate(mother=True)``) imports torch once and clones one template
+per worker slot, each in new PID, mount, network and IPC namespaces with its own empty ``/tmp``
+and home directory (``utils.grading.template``). Two students graded at the same time in two
+slots must not see each other's files, sockets or processes, the read-only binds under ``/tmp``
+(a checkout there, the course data) must stay visible and read-only, and each slot's next
+student must start from empty directories, as with a template per slot. Needs root and
+bubblewrap, as grading does.
+"""
+
+import pathlib
+import tempfile
+import time
+
+import pytest
+
+from utils.grading.sandbox import Limits, Sandbox, SandboxTemplate, sandbox_uid
+
+WRITE_AND_LISTEN = """\
+import os, socket
+open('/tmp/slot0-note', 'w').write('mine')
+open('/home/student/slot0-note', 'w').write('mine')
+abstract = socket.socket(socket.AF_UNIX)
+abstract.bind('\\0clone-test')
+abstract.listen()
+tcp = socket.socket()
+tcp.bind(('127.0.0.1', 0))
+tcp.listen()
+print('uid', os.getuid(), 'port', tcp.getsockname()[1])
+"""
+
+LOOK_AROUND = """\
+import os, socket
+print('tmp', sorted(os.listdir('/tmp')), 'home', sorted(os.listdir('/home/student')))
+print('uid', os.getuid(), 'pids', sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))
+for name, family, address in [('abstract', socket.AF_UNIX, '\\0clone-test'),
+                              ('tcp', socket.AF_INET, ('127.0.0.1', PORT))]:
+    try:
+        socket.socket(family).connect(address)
+        print(name, 'CONNECTED')
+    except OSError as error:
+        print(name, 'blocked', type(error).__name__)
+print('data', open(DATA + '/fact.txt').read())
+try:
+    open(DATA + '/mine.txt', 'w')
+    print('data WROTE')
+except OSError as error:
+    print('data blocked', type(error).__name__)
+"""
+
+
+def run(sandbox: Sandbox, source: str) -> str:
+    reply, _ = sandbox.request({"op": "run", "source": source, "label": "cell"},
+                               deadline=time.monotonic() + 60)
+    assert reply.get("ok"), reply
+    return reply["stdout"]
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with tempfile.TemporaryDirectory(prefix="clone-test-") as tmp:     # under /tmp
+        data = pathlib.Path(tmp) / "data"
+        data.mkdir()
+        (data / "fact.txt").write_text("read-only")
+        limits = Limits()
+        mother = SandboxTemplate(limits, 0, extra_read_only=[str(data)], mother=True)
+        clones = [mother.clone(slot) for slot in (0, 1)]
+        try:
+            yield limits, clones, str(data)
+        finally:
+            for template in [*clones, mother]:
+                template.close()
+
+
+def test_two_slots_share_no_file_socket_or_process(pool):
+    limits, clones, data = pool
+    first, second = (Sandbox(limits, slot=slot, template=clones[slot]) for slot in (0, 1))
+    try:
+        said = run(first, WRITE_AND_LISTEN).split()
+        assert said[:2] == ["uid", str(sandbox_uid(0))]
+        seen = run(second, LOOK_AROUND.replace("PORT", said[3]).replace("DATA", repr(data)))
+    finally:
+        first.close()
+        second.close()
+    assert "slot0-note" not in seen and f"uid {sandbox_uid(1)} " in seen, seen
+    assert "home []" in seen, seen
+    assert "abstract blocked" in seen and "tcp blocked" in seen and "CONNECTED" not in seen
+    assert "data read-only" in seen and "data blocked" in seen and "WROTE" not in seen
+    assert "pids [1, 2]\n" in seen, seen     # its namespace's init and itself, nobody else
+
+
+def test_a_slots_next_student_starts_with_empty_directories(pool):
+    limits, clones, _ = pool
+    first = Sandbox(limits, slot=0, template=clones[0])
+    try:
+        run(first, "open('/tmp/left-behind', 'w').write('x')\n"
+                   "open('/home/student/left-behind', 'w').write('x')\n")
+    finally:
+        first.close()
+    nxt = Sandbox(limits, slot=0, template=clones[0])
+    try:
+        seen = run(nxt, "import os\nprint(os.listdir('/home/student'), "
+                        "[n for n in os.listdir('/tmp') if n.startswith('left')])\n")
+    finally:
+        nxt.close()
+    assert seen.strip() == "[] []", seen
