@@ -65,7 +65,8 @@ def pool():
         (data / "fact.txt").write_text("read-only")
         limits = Limits()
         mother = SandboxTemplate(limits, 0, extra_read_only=[str(data)], mother=True)
-        clones = [mother.clone(slot) for slot in (0, 1)]
+        asked = mother.ask_clone()                 # asked before it is ready, as a pool does
+        clones = [mother.clone(0, asked), mother.clone(1)]
         try:
             yield limits, clones, str(data)
         finally:

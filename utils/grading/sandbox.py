@@ -211,6 +211,10 @@ def _schedule(pids) -> tuple:
 # student's processes together ran less than this share of the wall time and waited for a CPU
 # more than this share of it (a process that sleeps waits for nothing; one that spins runs).
 STARVED_SHARE = 0.5
+# The window of that comparison opens at the latest look at the student's processes, taken at
+# most this long before the request: a deadline is seconds, and a request about a millisecond,
+# so walking /proc at every request (about 0.2 ms each, 60 a submission) bought nothing.
+SCHEDULE_LOOK_SECONDS = 0.25
 
 
 def _starved(before: tuple, after: tuple, wall: float) -> bool:
@@ -318,21 +322,29 @@ class SandboxTemplate:
         self.pidfd = os.pidfd_open(self.process.pid)   # usable from a forked worker too
         self._ready = False
 
-    def clone(self, slot: int) -> "SandboxTemplate":
-        """A template for another slot, forked by this one (started with ``mother=True``) in
-        namespaces of its own: it costs no second torch import. Raises SandboxDied."""
-        if self.broken:
-            raise SandboxDied(self.broken)
-        self.wait_ready()
+    def ask_clone(self) -> socket.socket:
+        """Ask this template (started with ``mother=True``) for a template for another slot,
+        forked from it in namespaces of its own (no second torch import); it answers once it
+        is ready. Returns the new template's control socket, for ``clone``."""
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            try:
-                socket.send_fds(self.control, [json.dumps({"op": "clone"}).encode()],
-                                [theirs.fileno()])
-            except OSError as error:
-                raise SandboxDied(f"the grading sandbox stopped ({error})") from None
-            finally:
-                theirs.close()
+            socket.send_fds(self.control, [json.dumps({"op": "clone"}).encode()],
+                            [theirs.fileno()])
+        except OSError as error:
+            mine.close()
+            self.broken = self.broken or f"the grading sandbox stopped ({error})"
+        finally:
+            theirs.close()
+        return mine
+
+    def clone(self, slot: int, control: socket.socket = None) -> "SandboxTemplate":
+        """The template for ``slot`` asked for with ``ask_clone`` (``control``), or asked for
+        now. Raises SandboxDied; answers come in the order asked."""
+        control = control or self.ask_clone()
+        try:
+            if self.broken:
+                raise SandboxDied(self.broken)
+            self.wait_ready()
             reply, fds = self._receive(time.monotonic() + 60)
             if not reply.get("ok") or len(fds) != 1:
                 for fd in fds:
@@ -340,11 +352,11 @@ class SandboxTemplate:
                 raise SandboxDied(f"the grading sandbox could not start a template for slot "
                                   f"{slot} ({str(reply.get('error'))[:300]})")
         except SandboxDied:
-            mine.close()
+            control.close()
             raise
         clone = object.__new__(SandboxTemplate)
         clone.limits, clone.slot, clone.broken = self.limits, slot, None
-        clone.control, clone.process, clone.pidfd, clone._ready = mine, None, fds[0], False
+        clone.control, clone.process, clone.pidfd, clone._ready = control, None, fds[0], False
         return clone
 
     @staticmethod
@@ -490,6 +502,7 @@ class Sandbox:
         threading.Thread(target=self._drain_output, daemon=True).start()
         threading.Thread(target=self._watch_memory, daemon=True).start()
         self._ready = False             # the agent imports torch meanwhile; see _startup
+        self._look = None               # (when, _schedule of the student's processes then)
 
     def wait_ready(self) -> None:
         """Wait until the agent has imported torch (raises SandboxDied if it never does)."""
@@ -551,7 +564,7 @@ class Sandbox:
         if self.death:
             raise SandboxDied(self.death)
         with self._lock:
-            started, schedule = time.monotonic(), _schedule(self._student_pids())
+            started, schedule = self._recent_look()
             try:
                 wire.write_message(self.process.stdin.fileno(), header, buffers,
                                    deadline or time.monotonic() + 60)
@@ -573,6 +586,14 @@ class Sandbox:
             except wire.WireError as error:
                 self.kill(f"the student's process sent an invalid answer: {error}")
                 raise SandboxDied(self.death) from None
+
+    def _recent_look(self) -> tuple:
+        """(when, ``_schedule`` of the student's processes then), at most
+        SCHEDULE_LOOK_SECONDS old: where a missed deadline's window opens (see ``_starved``)."""
+        now = time.monotonic()
+        if self._look is None or now - self._look[0] > SCHEDULE_LOOK_SECONDS:
+            self._look = (now, _schedule(self._student_pids()))
+        return self._look
 
     def _wait_briefly(self) -> None:
         try:

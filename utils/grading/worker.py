@@ -336,18 +336,18 @@ def _mother_template(settings: dict):
         return None
 
 
-def _slot_templates(mother, settings: dict) -> dict:
-    """{slot: (template key, its template cloned from ``mother``)}; a slot left out starts its
-    own template at its first job."""
+def _slot_templates(mother, asked: list, settings: dict) -> dict:
+    """{slot: (template key, its template cloned from ``mother``)}, from the control sockets
+    ``asked`` for (one per slot); a slot left out starts its own template at its first job."""
     templates = {}
     if mother is None:
         return templates
     limits = Limits(**settings.get("limits", {}))
-    for slot in settings["slots"]:
+    for slot, control in zip(settings["slots"], asked):
         key = _template_key(slot["slot"], tuple(settings.get("extra_read_only", ())), limits,
                             tuple(settings.get("warm_imports", ())))
         try:
-            templates[slot["slot"]] = (key, mother.clone(slot["slot"]))
+            templates[slot["slot"]] = (key, mother.clone(slot["slot"], control))
         except Exception:                         # noqa: BLE001 - the first job tries again
             traceback.print_exc()
     return templates
@@ -359,12 +359,14 @@ def zygote(settings: dict, report) -> None:
     report their pids, wait for them."""
     import signal
     slots = settings["slots"]
-    # The template imports torch beside this process; one import serves every slot.
+    # The template imports torch beside this process (one import serves every slot), then
+    # clones the slots' templates, asked for now, while this process still imports.
     mother = _mother_template(settings)
+    asked = [mother.ask_clone() for _ in slots] if mother is not None else []
     _warm_up()
     for assignment in settings.get("assignments", ()):
         _warm_assignment(assignment["source"], assignment["release"])
-    templates = _slot_templates(mother, settings)
+    templates = _slot_templates(mother, asked, settings)
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is for the workers
     keep_imports_out_of_gc()                          # and the assignments read just now
     pids = []
