@@ -16,8 +16,8 @@ once more from scratch; only a death that happens again stands, with a note sayi
 Work that is the same for every student is done once per worker: reading the source and release
 notebooks, the imports of the setup cells, and (as root) the sandbox template, from which each
 student's process is forked (see ``utils.grading.template``); a worker whose template stops
-starts a new one of its own. Without root, each student gets a
-new sandbox process, started while the previous submission is graded.
+starts a new one of its own. Without root, each student gets a new sandbox process, started
+while the previous submission is graded.
 """
 
 import copy
