@@ -27,13 +27,15 @@ abstract.listen()
 tcp = socket.socket()
 tcp.bind(('127.0.0.1', 0))
 tcp.listen()
-print('uid', os.getuid(), 'port', tcp.getsockname()[1])
+master, slave = os.openpty()
+print('uid', os.getuid(), 'port', tcp.getsockname()[1], 'pts', sorted(os.listdir('/dev/pts')))
 """
 
 LOOK_AROUND = """\
 import os, socket
 print('tmp', sorted(os.listdir('/tmp')), 'home', sorted(os.listdir('/home/student')))
 print('uid', os.getuid(), 'pids', sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))
+print('pts', sorted(os.listdir('/dev/pts')))
 for name, family, address in [('abstract', socket.AF_UNIX, '\\0clone-test'),
                               ('tcp', socket.AF_INET, ('127.0.0.1', PORT))]:
     try:
@@ -74,7 +76,7 @@ def pool():
                 template.close()
 
 
-def test_two_slots_share_no_file_socket_or_process(pool):
+def test_two_slots_share_no_file_socket_terminal_or_process(pool):
     limits, clones, data = pool
     first, second = (Sandbox(limits, slot=slot, template=clones[slot]) for slot in (0, 1))
     try:
@@ -89,6 +91,7 @@ def test_two_slots_share_no_file_socket_or_process(pool):
     assert "abstract blocked" in seen and "tcp blocked" in seen and "CONNECTED" not in seen
     assert "data read-only" in seen and "data blocked" in seen and "WROTE" not in seen
     assert "pids [1, 2]\n" in seen, seen     # its namespace's init and itself, nobody else
+    assert "'0'" in " ".join(said) and "pts ['ptmx']" in seen, (said, seen)   # ptys: its own
 
 
 def test_a_slots_next_student_starts_with_empty_directories(pool):

@@ -18,8 +18,9 @@ pipe ends (the student's stdin, reply channel and output, and a status pipe). Fo
 A pool of workers shares one sandbox and one torch import: its template is started as a *mother*
 (``"mother": true``) that forks nothing but one template per slot (``clone`` requests). Each
 clone is PID 1 of new PID, mount, network and IPC namespaces, with its own empty tmpfs on the
-writable directories (the read-only binds under them bound again), so the students of two slots
-share no file, socket or process; within its namespaces a clone works as described above.
+writable directories (the read-only binds under them bound again) and its own ``/dev/pts``, so
+the students of two slots share no file, socket, terminal or process; within its namespaces a
+clone works as described above.
 
 The template never reads the student's code or data and never runs as the student; it reads only
 the worker's requests.
@@ -191,6 +192,9 @@ def _clone(mother: socket.socket, control_fd: int, settings: dict) -> None:
         _check(_libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC), "unshare")
         _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
         _fresh_writable(settings.get("keep", []), int(settings["size"]))
+        _check(_libc.mount(b"devpts", b"/dev/pts", b"devpts", MS_NOSUID | MS_NOEXEC,
+                           b"newinstance,ptmxmode=0666,mode=0620"),
+               "mount a devpts of its own")          # (a pty's number is no channel either)
         template = os.fork()
         if template == 0:
             code = 0
