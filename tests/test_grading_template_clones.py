@@ -9,7 +9,10 @@ student must start from empty directories, as with a template per slot. Needs ro
 bubblewrap, as grading does.
 """
 
+import json
+import os
 import pathlib
+import socket
 import tempfile
 import time
 
@@ -50,6 +53,15 @@ try:
 except OSError as error:
     print('data blocked', type(error).__name__)
 """
+
+
+def children(pid: int) -> list:
+    """The child processes of ``pid`` (all its threads')."""
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as stream:
+            found += stream.read().split()
+    return found
 
 
 def run(sandbox: Sandbox, source: str) -> str:
@@ -109,3 +121,32 @@ def test_a_slots_next_student_starts_with_empty_directories(pool):
     finally:
         nxt.close()
     assert seen.strip() == "[] []", seen
+
+
+def test_a_malformed_request_is_answered_and_the_template_goes_on(pool):
+    """A fork request without its settings fails in the forked helper: the template says why,
+    and the helper ends there (it never returns to the template's loop to answer requests)."""
+    limits, clones, _ = pool
+    template = clones[1]
+    template.wait_ready()
+    pipes = [os.pipe() for _ in range(4)]
+    try:
+        socket.send_fds(template.control, [json.dumps({"op": "fork"}).encode()],
+                        [pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]])
+        reply, fds = template._receive(time.monotonic() + 30)
+    finally:
+        for read, write in pipes:
+            os.close(read)
+            os.close(write)
+    assert reply == {"ok": False, "error": "KeyError: 'settings'"} and fds == []
+    with open(f"/proc/self/fdinfo/{template.pidfd}") as stream:
+        pid = next(int(line.split()[1]) for line in stream if line.startswith("Pid:"))
+    deadline = time.monotonic() + 10                 # the failed helper exits and is reaped
+    while children(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert children(pid) == [], "the failed helper lives on"
+    sandbox = Sandbox(limits, slot=1, template=template)
+    try:
+        assert run(sandbox, "print(6 * 7)\n").strip() == "42"
+    finally:
+        sandbox.close()

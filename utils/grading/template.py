@@ -140,6 +140,20 @@ def _init(settings: dict, fds: list) -> None:
     os._exit(code if 0 <= code < 256 else 72)
 
 
+def _failure(error: BaseException) -> bytes:
+    """The answer to a request that failed: why, in words."""
+    return json.dumps({"ok": False, "error": f"{type(error).__name__}: {error}"[:500]}).encode()
+
+
+def _fail(channel: socket.socket, error: BaseException) -> None:
+    """In a forked helper: tell the other end why it failed, then exit 1 (never returns)."""
+    try:
+        channel.sendall(_failure(error))
+    except OSError:
+        pass
+    os._exit(1)
+
+
 def _helper(control: socket.socket, settings: dict, fds: list) -> None:
     """Forked from the template: new namespaces, start the init, hand its pidfd over."""
     try:
@@ -153,12 +167,7 @@ def _helper(control: socket.socket, settings: dict, fds: list) -> None:
         socket.send_fds(control, [json.dumps({"ok": True}).encode()], [pidfd])
         os._exit(0)
     except BaseException as error:                  # noqa: BLE001 - reported to the worker
-        try:
-            message = {"ok": False, "error": f"{type(error).__name__}: {error}"[:500]}
-            control.sendall(json.dumps(message).encode())
-        except OSError:
-            pass
-        os._exit(1)
+        _fail(control, error)
 
 
 def _fresh_writable(keep, size: int) -> None:
@@ -210,72 +219,69 @@ def _clone(mother: socket.socket, control_fd: int, settings: dict) -> None:
         socket.send_fds(mother, [json.dumps({"ok": True}).encode()], [pidfd])
         os._exit(0)
     except BaseException as error:                  # noqa: BLE001 - reported to the pool
+        _fail(mother, error)
+
+
+def _answer(control: socket.socket, op: str, count: int, what: str, helper,
+            before=lambda: None, after=lambda: None) -> None:
+    """Answer ``op`` requests, each carrying ``count`` descriptors (``what``), until the channel
+    closes: ``before()`` here, then ``helper(request, fds)`` in a forked process that answers
+    itself (exit 0, or 1 after saying why), then ``after()``."""
+    while True:
         try:
-            message = {"ok": False, "error": f"{type(error).__name__}: {error}"[:500]}
-            mother.sendall(json.dumps(message).encode())
-        except OSError:
+            message, fds, _, _ = socket.recv_fds(control, 65536, count)
+        except (ConnectionError, OSError):
+            return
+        if not message:
+            return                                  # the other end closed the channel
+        try:
+            request = json.loads(message)
+            if len(fds) != count or request.get("op") != op:
+                raise ValueError(f"a {op} request carries {what}")
+            before()
+            pid = os.fork()
+            if pid == 0:                            # the helper: never back into this loop
+                try:
+                    helper(request, fds)
+                except BaseException as error:      # noqa: BLE001 - e.g. a request's bad field
+                    _fail(control, error)
+                os._exit(1)
+            _, status = os.waitpid(pid, 0)
+            if os.waitstatus_to_exitcode(status) not in (0, 1):   # 0, 1: it answered itself
+                raise RuntimeError(f"the {op} helper failed (status {status})")
+        except Exception as error:                  # noqa: BLE001 - reported to the other end
+            control.sendall(_failure(error))
+        finally:
+            for fd in fds:
+                os.close(fd)
+        after()
+
+
+def _reap_ended() -> None:
+    """Reap the clones that ended (the mother is their reaper)."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
             pass
-        os._exit(1)
+    except ChildProcessError:
+        pass
 
 
 def serve_clones(control: socket.socket, settings: dict) -> None:
     """The mother's loop: one new slot template per ``clone`` request (which carries the new
     template's control socket)."""
-    while True:
-        try:
-            message, fds, _, _ = socket.recv_fds(control, 65536, 1)
-        except (ConnectionError, OSError):
-            return
-        if not message:
-            return                                  # the pool closed the channel
-        try:
-            if len(fds) != 1 or json.loads(message).get("op") != "clone":
-                raise ValueError("a clone request carries one control socket")
-            helper = os.fork()
-            if helper == 0:
-                _clone(control, fds[0], settings)
-            _, status = os.waitpid(helper, 0)
-            if os.waitstatus_to_exitcode(status) not in (0, 1):   # 0, 1: it answered itself
-                raise RuntimeError(f"the clone helper failed (status {status})")
-        except Exception as error:                  # noqa: BLE001 - reported to the pool
-            control.sendall(json.dumps({"ok": False, "error": f"{type(error).__name__}: "
-                                                              f"{error}"[:500]}).encode())
-        finally:
-            for fd in fds:
-                os.close(fd)
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0]:    # clones that ended (this is their reaper)
-                pass
-        except ChildProcessError:
-            pass
+    _answer(control, "clone", 1, "one control socket",
+            lambda _request, fds: _clone(control, fds[0], settings), after=_reap_ended)
 
 
 def serve(control: socket.socket, keep) -> None:
-    while True:
-        try:
-            message, fds, _, _ = socket.recv_fds(control, 65536, 4)
-        except (ConnectionError, OSError):
-            return
-        if not message:
-            return                                  # the worker closed the channel
-        try:
-            request = json.loads(message)
-            if len(fds) != 4 or request.get("op") != "fork":
-                raise ValueError("a fork request carries four pipe ends")
-            kill_leftovers()
-            clean_writable(keep)
-            helper = os.fork()
-            if helper == 0:
-                _helper(control, request["settings"], fds)
-            _, status = os.waitpid(helper, 0)
-            if os.waitstatus_to_exitcode(status) not in (0, 1):   # 0, 1: it answered itself
-                raise RuntimeError(f"the fork helper failed (status {status})")
-        except Exception as error:                  # noqa: BLE001 - reported to the worker
-            control.sendall(json.dumps({"ok": False, "error": f"{type(error).__name__}: "
-                                                              f"{error}"[:500]}).encode())
-        finally:
-            for fd in fds:
-                os.close(fd)
+    """A slot template's loop: one fresh student process per ``fork`` request (which carries its
+    four pipe ends), after what the previous student left is gone."""
+    def clear() -> None:
+        kill_leftovers()
+        clean_writable(keep)
+
+    _answer(control, "fork", 4, "four pipe ends",
+            lambda request, fds: _helper(control, request["settings"], fds), before=clear)
 
 
 def main() -> None:
