@@ -13,10 +13,10 @@ from utils.data import Vocab  # noqa: E402
 from utils.induction import (InductionCheckpoint, InductionRun, LESSON_INDUCTION,  # noqa: E402
                              train_or_load_induction)
 from utils.language_model import DecoderOnlyConfig, DecoderOnlyLM, filter_logits  # noqa: E402
-from utils.next_token import next_token_table, next_token_view  # noqa: E402
+from utils.next_token import ContinuationCache, next_token_table, next_token_view  # noqa: E402
 from utils.widgets.induction import InductionExplorer, checkpoint_summary  # noqa: E402
 from utils.lm_training import continue_prompt  # noqa: E402
-from utils.widgets.sampling import REMOVED, TOP, ContinuationCache, SamplingExplorer  # noqa: E402
+from utils.widgets.sampling import REMOVED, TOP, SamplingExplorer  # noqa: E402
 
 SENTENCES = [s.split() for s in ["i am here .", "i am not sure .", "you are here .",
                                  "we are ready .", "he is tired .", "she is not here ."]]
@@ -112,6 +112,8 @@ def test_the_continuation_cache_samples_what_continue_prompt_samples(tiny):
                                            generator=torch.Generator().manual_seed(0))
                 assert cache.continuation(prompt, 6, temperature=temperature, top_k=top_k,
                                           top_p=top_p, seed=0) == expected
+        greedy = continue_prompt(model, vocab, prompt, 6, greedy=True)
+        assert cache.continuation(prompt, 6, greedy=True, temperature=0.0) == greedy   # T unused
     assert len(cache.nodes) < 3 * 3 * 4 * 6                         # prefixes are shared
     with pytest.raises(ValueError, match="shorten it"):
         cache.continuation("i am " * 5, 6)

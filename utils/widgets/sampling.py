@@ -9,7 +9,7 @@ what the filters keep and a continuation sampled with the fixed seed.
 The model runs once per prompt (``utils.next_token.next_token_view``, cached); a slider only
 refilters the stored logits and samples again. The sampled continuation is ``continue_prompt``'s,
 token for token, but the model's output after each prefix it has already read is kept
-(``ContinuationCache``): settings that sample the same first words share them, and only a new
+(``utils.next_token.ContinuationCache``): settings that sample the same first words share them, and only a new
 prefix runs the model. A new prompt draws its tick labels and attention once (a cached layer);
 a slider redraws the bars alone, and a setting seen before reuses its picture.
 """
@@ -18,77 +18,14 @@ import html
 
 import ipywidgets as widgets
 import numpy as np
-import torch
 
-from utils.data import EOS
-from utils.language_model import check_temperature, check_top_k, check_top_p, sample
-from utils.lm_training import encode_prompt
-from utils.next_token import next_token_table, next_token_view
+from utils.next_token import ContinuationCache, next_token_table, next_token_view
 from utils.i18n import _
 from utils.widgets.base import BlittedExplorer
 
 TOP = 15
 KEPT, REMOVED = "#c0392b", "0.78"
 FLOOR = 1e-4                     # the bars' log axis: 1e-4 .. 1 at every temperature
-
-
-class ContinuationCache:
-    """``continue_prompt(model, vocab, text, max_new_tokens, temperature=..., top_k=...,
-    top_p=..., generator=torch.Generator().manual_seed(seed))``, with the model's work kept.
-
-    ``generate`` feeds the prompt, then one token per step through the key/value cache, and
-    draws each token with ``sample`` from a generator seeded anew for every call. The logits
-    after a prefix depend on the prefix alone, so they are kept per prefix (with the key/value
-    state that extends it); the draws are made again, with the same generator and the same
-    calls, so the words are exactly those ``continue_prompt`` returns. Sampling stops at the
-    first ``<eos>`` (``continue_prompt`` cuts the words there; later draws cannot change them).
-    """
-
-    def __init__(self, model, vocab, max_nodes: int = 50_000):
-        self.model, self.vocab, self.max_nodes = model, vocab, max_nodes
-        self.nodes = {}                          # (prompt ids..., new ids...) -> (logits, state)
-        self.eos = vocab[EOS]
-
-    @torch.no_grad()
-    def _step(self, key: tuple, token: int):
-        """(logits (1, V), state) after the prefix ``key + (token,)``, computed at most once."""
-        child = key + (token,)
-        if child not in self.nodes:
-            _, state = self.nodes[key]
-            logits, state = self.model(torch.tensor([[token]]), state)       # (1, 1, V)
-            self.nodes[child] = (logits[:, -1], state)
-        return child
-
-    @torch.no_grad()
-    def continuation(self, text: str, max_new_tokens: int, *, temperature: float = 1.0,
-                     top_k=None, top_p=None, seed: int = 0) -> list:
-        prompt = encode_prompt(text, self.vocab)                             # (1, n0)
-        room = self.model.config.max_len + 1 - prompt.shape[1]
-        if room < 1:
-            raise ValueError(f"the prompt has {prompt.shape[1] - 1} words; the model reads at "
-                             f"most {self.model.config.max_len - 1}: shorten it")
-        check_temperature(temperature), check_top_k(top_k), check_top_p(top_p)
-        if len(self.nodes) > self.max_nodes:
-            self.nodes.clear()
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            key = tuple(prompt[0].tolist())
-            if key not in self.nodes:
-                logits, state = self.model(prompt)                           # (1, n0, V)
-                self.nodes[key] = (logits[:, -1], state)
-            generator = torch.Generator().manual_seed(seed)
-            words = []
-            for step in range(min(max_new_tokens, room)):
-                if step:
-                    key = self._step(key, words[-1])
-                token = int(sample(self.nodes[key][0], temperature, top_k, top_p, generator))
-                words.append(token)
-                if token == self.eos:
-                    break
-        finally:
-            self.model.train(was_training)
-        return self.vocab.to_tokens(words)
 
 
 class SamplingExplorer(BlittedExplorer):
