@@ -233,9 +233,11 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5), cma
     images = np.empty((rows, cols), dtype=object)
     for (i, j), ax in np.ndenumerate(axes):
         images[i, j] = ax.imshow(data[i, j], cmap=cmap, norm=norm)  # (queries, keys)
-        if xticklabels is not None:
+        # The axes share their ticks; only the outer ones show labels (the bottom row's x, the
+        # first column's y), so only they get them: labelling all of them cost 0.2 s a grid.
+        if xticklabels is not None and i == rows - 1:
             ax.set_xticks(range(len(xticklabels)), [str(t) for t in xticklabels], rotation=90)
-        if yticklabels is not None:
+        if yticklabels is not None and j == 0:
             ax.set_yticks(range(len(yticklabels)), [str(t) for t in yticklabels])
         if i == rows - 1:
             ax.set_xlabel(xlabel)
