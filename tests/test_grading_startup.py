@@ -4,6 +4,8 @@ a SQLite gradebook is read with sqlite3, and a worker's nbgrader gradebooks crea
 once per engine. Each answer must equal what running the config / nbgrader itself gives."""
 
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -112,3 +114,19 @@ def test_the_zygote_compiles_the_trusted_cells_as_grading_does(lesson_one_releas
                      limits={"memory_mb": 4096})
     assert worker.grade(job)["status"] == "graded"
     assert set(evaluate._COMPILED) == compiled
+
+
+def test_the_workers_imports_leave_out_what_grading_never_uses():
+    """The zygote's imports (``worker._warm_up``), in a fresh process: nbgrader's replay and
+    jsonschema load, but not nbgrader's server extensions (its package ``__init__``) nor
+    jsonschema's format packages (``arrow`` through ``isoduration``, ``rfc3986_validator``)."""
+    probe = ("import sys; from utils.grading import worker; worker._warm_up(); "
+             "import nbgrader, nbgrader.converters, jsonschema; "
+             "print(nbgrader.__version__ == sys.modules['nbgrader._version'].__version__, "
+             "sorted(m for m in ('nbgrader.server_extensions', 'nbgrader.apps', 'jupyter_server', "
+             "'arrow', 'isoduration', 'rfc3986_validator', 'rfc3987_syntax') "
+             "if sys.modules.get(m) is not None))")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=course_mod.REPO, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split("\n")[0] == "True []", result.stdout
