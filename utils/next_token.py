@@ -98,7 +98,7 @@ class ContinuationCache:
 
     @torch.no_grad()
     def _step(self, key: tuple, token: int):
-        """(logits (1, V), state) after the prefix ``key + (token,)``, computed at most once."""
+        """The key ``key + (token,)``; its (logits (1, V), state) are computed at most once."""
         child = key + (token,)
         if child not in self.nodes:
             _logits, state = self.nodes[key]

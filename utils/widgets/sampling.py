@@ -9,8 +9,8 @@ what the filters keep and a continuation sampled with the fixed seed.
 The model runs once per prompt (``utils.next_token.next_token_view``, cached); a slider only
 refilters the stored logits and samples again. The sampled continuation is ``continue_prompt``'s,
 token for token, but the model's output after each prefix it has already read is kept
-(``utils.next_token.ContinuationCache``): settings that sample the same first words share them, and only a new
-prefix runs the model. A new prompt draws its tick labels and attention once (a cached layer);
+(``utils.next_token.ContinuationCache``): settings that sample the same first words share them,
+and only a new prefix runs the model. A new prompt draws its tick labels and attention once (a cached layer);
 a slider redraws the bars alone, and a setting seen before reuses its picture.
 """
 
