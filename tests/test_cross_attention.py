@@ -8,6 +8,7 @@ from utils.cross_attention import (MEAN, score_heads, teacher_forced_cross_atten
                                    top1_grid)
 from utils.data import BOS, EOS, Vocab
 from utils.gold_alignment import GoldPair
+from utils.i18n import text_columns
 from utils.transformer import Transformer
 
 NUM_STEPS = 8
@@ -74,7 +75,7 @@ def test_bad_targets_raise(toy):
         teacher_forced_cross_attention(model, ["go!"], "va !", src, tgt, NUM_STEPS)
 
 
-def test_score_heads_scores_every_head_and_each_layer_mean(toy):
+def test_score_heads_scores_every_head_and_each_layer_mean(toy, monkeypatch):
     model, src, tgt = toy
     scores = score_heads(model, src, tgt, GOLD, NUM_STEPS)
     assert (scores.layers, scores.heads) == (2, 4)
@@ -95,6 +96,13 @@ def test_score_heads_scores_every_head_and_each_layer_mean(toy):
     assert len(table) == 3 and "mean of heads" in table[0] and table[2].startswith("layer 2")
     top1, aer = scores.scores[(2, 1)].top1, scores.scores[(2, 1)].aer
     assert f"{100 * top1:.0f} % ({aer:.2f})" in table[2]
+    monkeypatch.setattr("utils.i18n._language", "zh-CN")         # a Chinese notebook's table
+    chinese = scores.table().splitlines()
+    assert "各头平均" in chinese[0] and "头 1" in chinese[0] and chinese[2].startswith("第 2 层")
+    assert {text_columns(line) for line in chinese} == {text_columns(line) for line in table}
+    assert ([text_columns(line[:line.index("%")]) for line in chinese[1:]] ==
+            [text_columns(line[:line.index("%")]) for line in table[1:]])     # columns line up
+    monkeypatch.setattr("utils.i18n._language", "en")
     drawn = score_heads(model, src, tgt, GOLD, NUM_STEPS, as_drawn=True)
     assert all(s.as_drawn for s in drawn.scores.values())
     with pytest.raises(ValueError, match="no gold pairs"):

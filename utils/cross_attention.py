@@ -17,7 +17,7 @@ import torch
 
 from utils.alignment import AlignmentScore, score_maps
 from utils.data import BOS
-from utils.i18n import _
+from utils.i18n import _, ljust_columns, rjust_columns
 from utils.training import encode_source, model_device
 
 MEAN = "mean"          # the "head" of a layer's row that averages its heads' maps
@@ -87,12 +87,14 @@ class HeadScores:
 
     def table(self) -> str:
         """One line per layer: top-1 (AER) of each head and of the mean of the heads."""
-        names = [f"head {h}" for h in range(1, self.heads + 1)] + ["mean of heads"]
-        lines = ["top-1 (AER)  " + "".join(f"{name:>15}" for name in names)]
+        names = [_("head {head}").format(head=h) for h in range(1, self.heads + 1)]
+        names.append(_("mean of heads"))
+        lines = [ljust_columns(_("top-1 (AER)"), 13) + "".join(rjust_columns(name, 15)
+                                                             for name in names)]
         for layer in range(1, self.layers + 1):
             cells = [self.scores[(layer, head)]
                      for head in [*range(1, self.heads + 1), MEAN]]
-            lines.append(f"layer {layer}      " + "".join(
+            lines.append(ljust_columns(_("layer {layer}").format(layer=layer), 13) + "".join(
                 f"{f'{100 * s.top1:.0f} % ({s.aer:.2f})':>15}" for s in cells))
         return "\n".join(lines)
 

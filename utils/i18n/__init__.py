@@ -81,3 +81,20 @@ _ = gettext
 # catalog's extraction (``utils.i18n.messages``) and the models' fingerprint
 # (``utils.code_fingerprint``, which ignores a message's text) know them.
 TRANSLATION_FUNCTIONS = ("_", "gettext")
+
+
+def text_columns(text: str) -> int:
+    """How many columns ``text`` takes in a fixed-width font: two for a Chinese character
+    (Unicode's wide and fullwidth characters), one for any other."""
+    import unicodedata
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def ljust_columns(text: str, width: int) -> str:
+    """``text.ljust(width)`` counted in columns (``text_columns``): tables line up in both languages."""
+    return text + " " * max(width - text_columns(text), 0)
+
+
+def rjust_columns(text: str, width: int) -> str:
+    """``text.rjust(width)`` counted in columns (``text_columns``)."""
+    return " " * max(width - text_columns(text), 0) + text
