@@ -267,6 +267,19 @@ def test_a_code_string_must_stay_one_literal_with_its_fields():
     assert entry_problems("comment", "# the weights", "权重")
 
 
+def test_a_figure_label_is_a_piece_even_as_one_word():
+    """A reader reads ``xlabel="Keys"`` on the figure, so it is translated; other one-word
+    strings (``cmap="Reds"``) are code, not prose, and stay as they are."""
+    from utils.i18n.segments import code_pieces
+    source = ('show_heatmaps(w, xlabel="Keys", ylabel = "Queries", cmap="Reds")\n'
+              'ax.set(title="memory")  # the plot\nprint("mean")\n')
+    assert [piece.msgid for piece in code_pieces(source, 0)] == [
+        '"Keys"', '"Queries"', '"memory"', "# the plot"]
+    translated = source.replace('"Keys"', '"键"').replace('"Queries"', '"查询"')
+    assert code_skeleton(translated) == code_skeleton(source)
+    assert code_skeleton(source.replace('"Reds"', '"Blues"')) != code_skeleton(source)
+
+
 # --- utils speaks the notebook's language --------------------------------------------------------------
 def test_set_language_switches_utils_messages_and_rejects_unknown_languages(monkeypatch):
     monkeypatch.setattr("utils.i18n._language", "en")

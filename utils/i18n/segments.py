@@ -3,7 +3,8 @@
 - Markdown cells: one piece per heading, paragraph, list item, table cell or quote, as mdpo
   (``md2po``) cuts them; code blocks, inline code and math stay inside their paragraph.
 - Code cells: one piece per comment and per string literal that reads as prose (it holds a
-  letter and a space). Its msgid is the token as written (``# the weights``,
+  letter and a space), and per string given as a figure's label (``xlabel="Keys"``,
+  ``ylabel=``, ``title=``: a reader reads it on the figure, one word or more). Its msgid is the token as written (``# the weights``,
   ``f"period {p:.1f}"``), so a translation replaces exactly that token and nothing else.
 
 nbgrader's markers (``### BEGIN SOLUTION`` and the like) are never pieces: the grader needs them.
@@ -62,6 +63,25 @@ def is_prose_string(token: str) -> bool:
     return bool(PROSE.search(body)) and " " in body
 
 
+LABEL_KEYWORDS = ("xlabel", "ylabel", "title")
+
+
+def is_label_argument(before: list) -> bool:
+    """Whether a string token follows ``xlabel=``, ``ylabel=`` or ``title=`` (``before``: the
+    cell's earlier tokens, comments and line breaks left out)."""
+    return (len(before) >= 2 and before[-1].string == "=" and before[-2].type == tokenize.NAME
+            and before[-2].string in LABEL_KEYWORDS)
+
+
+def _significant(tokens):
+    """(token, the significant tokens before it) for each token, skipping comments and breaks."""
+    before = []
+    for token in tokens:
+        yield token, before
+        if token.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE):
+            before = before[-1:] + [token]
+
+
 def is_prose_comment(token: str) -> bool:
     return bool(PROSE.search(token)) and not NBGRADER_MARKER.match(token)
 
@@ -78,10 +98,11 @@ def code_pieces(source: str, cell: int) -> list[Piece]:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return []
-    for token in tokens:
+    for token, before in _significant(tokens):
         if token.type == tokenize.COMMENT and is_prose_comment(token.string):
             kind = COMMENT
-        elif token.type == tokenize.STRING and is_prose_string(token.string):
+        elif token.type == tokenize.STRING and (is_prose_string(token.string)
+                                                or is_label_argument(before)):
             kind = STRING
         else:
             continue
@@ -111,14 +132,14 @@ def code_skeleton(source: str) -> list[tuple]:
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return [("unreadable", source)]
     skeleton = []
-    for token in tokens:
+    for token, before in _significant(tokens):
         if token.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE):
             continue
         text = token.string
         if token.type == tokenize.STRING:
             if skeleton[-2:] == [(tokenize.NAME, "set_language"), (tokenize.OP, "(")]:
                 text = "<language>"
-            elif is_prose_string(text) or not text.isascii():
+            elif is_prose_string(text) or is_label_argument(before) or not text.isascii():
                 text = "<prose>"          # English prose, or its translation (which may lack spaces)
         skeleton.append((token.type, text))
     return skeleton
