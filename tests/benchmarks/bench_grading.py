@@ -99,7 +99,7 @@ SPIN = ("import time\nstart = time.perf_counter()\ntotal = 0\n"
         "for i in range({n}): total += i\nprint(time.perf_counter() - start)")
 
 
-def core_scaling(tries: int = 5, loops: int = 5_000_000) -> tuple[float, float, float]:
+def core_scaling(tries: int = 5, loops: int = 10_000_000) -> tuple[float, float, float]:
     """How much work two cores do at once against one, for the same CPU-bound loop (pure
     Python; each copy times its own loop, not its interpreter's start): (median, lowest,
     highest) over ``tries``, each one copy alone and then two copies at once. 2.0 means the
