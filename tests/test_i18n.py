@@ -268,13 +268,17 @@ def test_a_code_string_must_stay_one_literal_with_its_fields():
 
 
 def test_a_figure_label_is_a_piece_even_as_one_word():
-    """A reader reads ``xlabel="Keys"`` on the figure, so it is translated; other one-word
-    strings (``cmap="Reds"``) are code, not prose, and stay as they are."""
+    """A reader reads ``xlabel="Keys"``, a panel's title and a legend's entries on the figure,
+    so they are translated; other one-word strings (``cmap="Reds"``, ``fmts=("-", ...)``) are
+    code, not prose, and stay as they are."""
     from utils.i18n.segments import code_pieces
-    source = ('show_heatmaps(w, xlabel="Keys", ylabel = "Queries", cmap="Reds")\n'
+    source = ('show_heatmaps(w, xlabel="Keys", ylabel = "Queries", cmap="Reds",\n'
+              '              titles=["with", "without"])  # two panels\n'
+              'plot(x, legend=[f"{n} {h}" for h in ("mean", "median")], fmts=("-", "m--"))\n'
               'ax.set(title="memory")  # the plot\nprint("mean")\n')
     assert [piece.msgid for piece in code_pieces(source, 0)] == [
-        '"Keys"', '"Queries"', '"memory"', "# the plot"]
+        '"Keys"', '"Queries"', '"with"', '"without"', "# two panels", 'f"{n} {h}"', '"mean"',
+        '"median"', '"memory"', "# the plot"]
     translated = source.replace('"Keys"', '"键"').replace('"Queries"', '"查询"')
     assert code_skeleton(translated) == code_skeleton(source)
     assert code_skeleton(source.replace('"Reds"', '"Blues"')) != code_skeleton(source)

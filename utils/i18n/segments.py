@@ -3,8 +3,9 @@
 - Markdown cells: one piece per heading, paragraph, list item, table cell or quote, as mdpo
   (``md2po``) cuts them; code blocks, inline code and math stay inside their paragraph.
 - Code cells: one piece per comment and per string literal that reads as prose (it holds a
-  letter and a space), and per string given as a figure's label (``xlabel="Keys"``,
-  ``ylabel=``, ``title=``: a reader reads it on the figure, one word or more). Its msgid is the token as written (``# the weights``,
+  letter and a space), and per string a figure shows, one word or more: the value of
+  ``xlabel=``, ``ylabel=`` or ``title=``, and the strings inside ``titles=[...]``,
+  ``row_titles=[...]`` or ``legend=[...]``. Its msgid is the token as written (``# the weights``,
   ``f"period {p:.1f}"``), so a translation replaces exactly that token and nothing else.
 
 nbgrader's markers (``### BEGIN SOLUTION`` and the like) are never pieces: the grader needs them.
@@ -63,23 +64,32 @@ def is_prose_string(token: str) -> bool:
     return bool(PROSE.search(body)) and " " in body
 
 
-LABEL_KEYWORDS = ("xlabel", "ylabel", "title")
+LABEL_KEYWORDS = ("xlabel", "ylabel", "title", "titles", "row_titles", "legend")
+OPENING, CLOSING = "([{", ")]}"
 
 
-def is_label_argument(before: list) -> bool:
-    """Whether a string token follows ``xlabel=``, ``ylabel=`` or ``title=`` (``before``: the
-    cell's earlier tokens, comments and line breaks left out)."""
-    return (len(before) >= 2 and before[-1].string == "=" and before[-2].type == tokenize.NAME
-            and before[-2].string in LABEL_KEYWORDS)
-
-
-def _significant(tokens):
-    """(token, the significant tokens before it) for each token, skipping comments and breaks."""
-    before = []
-    for token in tokens:
-        yield token, before
-        if token.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE):
-            before = before[-1:] + [token]
+def label_strings(tokens: list) -> set:
+    """Indices (into ``tokens``) of the string literals a figure shows: the value of a
+    ``xlabel=``, ``ylabel=`` or ``title=`` argument, and every string inside the brackets of a
+    ``titles=``, ``row_titles=`` or ``legend=`` argument (``legend=["mean", "median"]``)."""
+    significant = [i for i, t in enumerate(tokens)
+                   if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE)]
+    found = set()
+    for k, i in enumerate(significant[:-2]):
+        name, equals, value = (tokens[j] for j in significant[k:k + 3])
+        if name.type != tokenize.NAME or name.string not in LABEL_KEYWORDS or equals.string != "=":
+            continue
+        if value.type == tokenize.STRING:
+            found.add(significant[k + 2])
+        elif value.string in OPENING:
+            depth = 0
+            for j in significant[k + 2:]:
+                depth += (tokens[j].string in OPENING) - (tokens[j].string in CLOSING)
+                if tokens[j].type == tokenize.STRING:
+                    found.add(j)
+                if depth == 0:
+                    break
+    return found
 
 
 def is_prose_comment(token: str) -> bool:
@@ -98,11 +108,11 @@ def code_pieces(source: str, cell: int) -> list[Piece]:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return []
-    for token, before in _significant(tokens):
+    labels = label_strings(tokens)
+    for index, token in enumerate(tokens):
         if token.type == tokenize.COMMENT and is_prose_comment(token.string):
             kind = COMMENT
-        elif token.type == tokenize.STRING and (is_prose_string(token.string)
-                                                or is_label_argument(before)):
+        elif token.type == tokenize.STRING and (is_prose_string(token.string) or index in labels):
             kind = STRING
         else:
             continue
@@ -131,15 +141,15 @@ def code_skeleton(source: str) -> list[tuple]:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return [("unreadable", source)]
-    skeleton = []
-    for token, before in _significant(tokens):
+    skeleton, labels = [], label_strings(tokens)
+    for index, token in enumerate(tokens):
         if token.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE):
             continue
         text = token.string
         if token.type == tokenize.STRING:
             if skeleton[-2:] == [(tokenize.NAME, "set_language"), (tokenize.OP, "(")]:
                 text = "<language>"
-            elif is_prose_string(text) or is_label_argument(before) or not text.isascii():
+            elif is_prose_string(text) or index in labels or not text.isascii():
                 text = "<prose>"          # English prose, or its translation (which may lack spaces)
         skeleton.append((token.type, text))
     return skeleton
