@@ -71,11 +71,12 @@ OPENING, CLOSING = "([{", ")]}"
 def label_strings(tokens: list) -> set:
     """Indices (into ``tokens``) of the string literals a figure shows: the value of a
     ``xlabel=``, ``ylabel=`` or ``title=`` argument, and every string inside the brackets of a
-    ``titles=``, ``row_titles=`` or ``legend=`` argument (``legend=["mean", "median"]``)."""
+    ``titles=``, ``row_titles=`` or ``legend=`` argument (``legend=["mean", "median"]``; a
+    variable of one of these names assigned a list, ``legend = ["q·k", ...]``, counts too)."""
     significant = [i for i, t in enumerate(tokens)
                    if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE)]
     found = set()
-    for k, i in enumerate(significant[:-2]):
+    for k in range(len(significant) - 2):
         name, equals, value = (tokens[j] for j in significant[k:k + 3])
         if name.type != tokenize.NAME or name.string not in LABEL_KEYWORDS or equals.string != "=":
             continue
