@@ -254,3 +254,15 @@ def test_malformed_files_are_rejected_with_file_and_line(tmp_path, old, new, lin
     with pytest.raises(ValueError, match=expected) as error:
         load_gold(path)
     assert "\n" not in str(error.value)
+
+
+def test_every_tag_has_a_name_for_tables_in_each_language(monkeypatch):
+    """English tables show the tag itself; the Chinese ones its translation with the tag beside
+    it (so a reader can find it in the data file and the prose)."""
+    from utils.gold_alignment import tag_name
+    monkeypatch.setattr("utils.i18n._language", "en")
+    assert [tag_name(tag) for tag in TAGS] == list(TAGS)
+    monkeypatch.setattr("utils.i18n._language", "zh-CN")
+    for tag in TAGS:
+        name = tag_name(tag)
+        assert name != tag and tag in name and re.search(r"[\u4e00-\u9fff]", name), (tag, name)

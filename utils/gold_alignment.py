@@ -36,6 +36,19 @@ TAGS = {
     "adverb-placement": "an adverb that moves (sait très bien nager = can swim very well)",
 }
 
+
+def tag_name(tag: str) -> str:
+    """A tag as a table shows it: in English the tag itself (the data file and the lessons name
+    it so); in another language its translation, with the tag beside it."""
+    names = {"adjective-after-noun": _("adjective-after-noun"), "negation": _("negation"),
+             "elision": _("elision"), "one-to-many": _("one-to-many"),
+             "many-to-one": _("many-to-one"), "unlinked-article": _("unlinked-article"),
+             "est-ce-que": _("est-ce-que"), "monotone": _("monotone"),
+             "possessive": _("possessive"), "pronoun-reordering": _("pronoun-reordering"),
+             "adverb-placement": _("adverb-placement")}
+    return names.get(tag, tag)
+
+
 _LINK = re.compile(r"(\d+)-(\d+)")
 
 
