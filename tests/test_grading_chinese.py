@@ -88,3 +88,23 @@ def test_what_the_checks_print_is_chinese(chinese_class, assignment):
     text = "\n".join(printed)
     assert re.search(r"\d+ 项检查通过 \d+ 项（得 [\d.]+ 分，满分 [\d.]+ 分）|没有一项检查通过", text), printed
     assert not re.search(r"checks passed \(|no check passed", text), printed
+
+
+def test_a_chinese_feedback_page_speaks_chinese(chinese_class, grading_cli):
+    """The feedback a student of the Chinese class receives: the page's own labels, its language
+    and the comment that stands for the hidden tests are Chinese; no hidden test shows."""
+    from utils.grading.feedback import PLACEHOLDER, find_leaks, html_text, split_hidden
+    from utils.grading.feedback_labels import label_in
+    course, _ = chinese_class
+    assignment = ASSIGNMENTS[0]
+    grading_cli.run("feedback", "--chapter", assignment, "--student", CORRECT, course=course)
+    page = (course / "feedback" / CORRECT / assignment / "exercises.html").read_text("utf-8")
+    text = html_text(page)
+    assert '<html lang="zh-CN">' in page
+    for label in ("Score: ", "Test cell", "Grade cell: ", "(Top)", PLACEHOLDER):
+        assert label_in("zh-CN", label) != label and label_in("zh-CN", label) in text, label
+        assert label not in text, f"{label!r} is still English on the page"
+    teacher = nbformat.read(CHAPTERS / assignment / "exercises.zh-CN.ipynb", 4)
+    hidden = [line for cell in teacher.cells if cell.cell_type == "code"
+              for line in split_hidden(cell.source)[1]]
+    assert hidden and not find_leaks(page, hidden)

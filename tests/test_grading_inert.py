@@ -71,7 +71,7 @@ def course_config(tmp_path_factory) -> Config:
     return PyFileConfigLoader(course_mod.CONFIG_FILE, path=str(course_dir)).load_config()
 
 
-def render(config: Config, template: str, nb) -> str:
+def render(config: Config, template: str, nb, late_penalty: float = 0) -> str:
     """``nb`` through nbgrader's ``formgrade`` or ``feedback`` page template."""
     config = Config(config)
     config.HTMLExporter.template_name = template
@@ -84,7 +84,7 @@ def render(config: Config, template: str, nb) -> str:
                  "assignment_id": "a1", "notebook_path": "a/b.ipynb", "index": 0, "total": 1,
                  "student": "mallory", "last_name": None, "first_name": None,
                  "nbgrader": {"notebook": "exercises", "score": 1.0, "max_score": 2.0,
-                              "late_penalty": 0}}
+                              "late_penalty": late_penalty}}
     # The feedback files are written by the course's own exporter (utils.grading.feedback_html).
     exporter = (FeedbackHTMLExporter if template == "feedback" else HTMLExporter)(config=config)
     page, _ = exporter.from_notebook_node(nb, resources=resources)

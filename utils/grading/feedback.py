@@ -4,6 +4,7 @@ nbgrader's stock feedback renders the autograded notebook, whose test cells hold
 tests verbatim (and tracebacks quote them). ``RedactHiddenTests`` runs before the HTML export:
 each hidden region is replaced by one comment line, and output lines quoting hidden code are
 dropped. Scores and pass/fail stay as they are. ``find_leaks`` double-checks the written HTML.
+The comment line speaks the submission's language, as the rest of its page does.
 """
 
 import html
@@ -12,16 +13,19 @@ import re
 from nbgrader import utils as nbgrader_utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from utils.grading.feedback_labels import label_in
+from utils.grading.student_text import _, notebook_language
+
 BEGIN_HIDDEN = "BEGIN HIDDEN TESTS"
 END_HIDDEN = "END HIDDEN TESTS"
-PLACEHOLDER = "# [hidden tests ran here; their code is not part of the feedback]"
+PLACEHOLDER = _("# [hidden tests ran here; their code is not part of the feedback]")
 # Hidden lines shorter than this (")", "else:") say nothing and would match everywhere.
 MIN_LEAK_LENGTH = 8
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _TAG = re.compile(r"<[^>]+>")
 
 
-def split_hidden(source: str):
+def split_hidden(source: str, placeholder: str = PLACEHOLDER):
     """(visible source with a placeholder per hidden region, list of hidden lines)."""
     visible, hidden, inside = [], [], False
     for line in source.split("\n"):
@@ -30,7 +34,7 @@ def split_hidden(source: str):
                 raise ValueError("nested BEGIN HIDDEN TESTS; close the first region with "
                                  "### END HIDDEN TESTS")
             inside = True
-            visible.append(line[:len(line) - len(line.lstrip())] + PLACEHOLDER)
+            visible.append(line[:len(line) - len(line.lstrip())] + placeholder)
         elif END_HIDDEN in line:
             inside = False
         elif inside:
@@ -54,9 +58,9 @@ def _scrub(text: str, markers: set) -> str:
     return "\n".join(kept)
 
 
-def redact_cell(cell) -> bool:
+def redact_cell(cell, placeholder: str = PLACEHOLDER) -> bool:
     """Remove hidden tests from one test cell (in place); True if there were any."""
-    visible, hidden = split_hidden(cell.source)
+    visible, hidden = split_hidden(cell.source, placeholder)
     if not hidden:
         return False
     cell.source = visible
@@ -75,9 +79,15 @@ def redact_cell(cell) -> bool:
 class RedactHiddenTests(NbGraderPreprocessor):
     """Feedback preprocessor: strip hidden-test code from grade cells, keep their scores."""
 
+    placeholder = PLACEHOLDER
+
+    def preprocess(self, nb, resources):
+        self.placeholder = label_in(notebook_language(nb), PLACEHOLDER)
+        return super().preprocess(nb, resources)
+
     def preprocess_cell(self, cell, resources, cell_index):
         if cell.cell_type == "code" and nbgrader_utils.is_grade(cell):
-            if redact_cell(cell):
+            if redact_cell(cell, self.placeholder):
                 self.log.debug("Removed hidden tests from cell %s",
                                cell.metadata.nbgrader.get("grade_id"))
         return cell, resources

@@ -9,6 +9,10 @@ JupyterLab cell (``jp-Notebook``) gives that pass nothing to change; ``FeedbackH
 skips it there and returns the page as the template wrote it, the same document as BeautifulSoup
 reads it (``tests/test_grading_feedback_html.py``). Any other page goes through nbconvert's
 exporter unchanged.
+
+The page's own labels ("Score:", "Student's answer", ...) speak the submission's language
+(``utils.grading.feedback_labels``): nbgrader's template is loaded with each label a call that
+this exporter answers for the page it is writing. An English page is the stock page.
 """
 
 import re
@@ -17,6 +21,10 @@ from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.exporters.html import WidgetsDataTypeFilter
 from nbconvert.filters.highlight import Highlight2HTML
 
+from utils.grading.feedback_labels import RelabellingLoader, html_lang, label_in
+from utils.grading.student_text import notebook_language
+from utils.i18n import ENGLISH
+
 # What nbconvert's last pass acts on: <img> elements, and cells inside a .jp-Notebook element.
 # (Student content cannot spell a class in another way: utils.grading.inert drops every class
 # but pygments' token classes.)
@@ -24,9 +32,20 @@ NEEDS_STOCK_PASS = re.compile(r"<img|jp-Notebook", re.IGNORECASE)
 
 
 class FeedbackHTMLExporter(HTMLExporter):
-    """``HTMLExporter`` that skips the BeautifulSoup pass on pages it would not change."""
+    """``HTMLExporter`` that skips the BeautifulSoup pass on pages it would not change and
+    writes the feedback template's labels in the submission's language."""
+
+    page_language = ENGLISH                          # set for each page, from its notebook
+
+    def _create_environment(self):
+        environment = super()._create_environment()
+        environment.loader = RelabellingLoader(environment.loader, self.log)
+        environment.globals["feedback_label"] = lambda label: label_in(self.page_language, label)
+        environment.globals["feedback_html_lang"] = lambda: html_lang(self.page_language)
+        return environment
 
     def from_notebook_node(self, nb, resources=None, **kw):
+        self.page_language = notebook_language(nb)
         # The filters HTMLExporter.from_notebook_node registers before it renders.
         language = nb.metadata.get("language_info", {})
         lexer = language.get("pygments_lexer", language.get("name", None))
