@@ -247,6 +247,33 @@ def test_stopped_work_has_a_readable_reason(graded, student, reason):
 
 
 @pytest.mark.slow
+def test_the_cells_the_grader_ran_are_numbered_in_order(graded):
+    """Every code cell the grader ran gets the next number (``In [n]:`` on the feedback page,
+    ``Out[n]:`` on its result), also where the student's code crashed or was stopped; a cell it
+    did not run, and every cell it does not run, has none."""
+    from utils.grading.cell_roles import cell_role
+    from utils.grading.evaluate import never_ran
+    numbered_students = 0
+    for student, nb in graded["autograded"].items():
+        expected, counts = 0, []
+        unreadable = any(output.get("ename") == "UnreadableSubmission"      # nothing ran
+                         for cell in nb.cells for output in cell.get("outputs", []))
+        for cell in nb.cells:
+            ran = not unreadable and cell_role(cell) != "text" and not never_ran(cell.outputs)
+            expected += ran
+            counts.append((cell.get("execution_count"), expected if ran else None))
+            for output in cell.get("outputs", []):
+                if output.output_type == "execute_result":
+                    assert output.execution_count == cell.execution_count, student
+        assert [have for have, _ in counts] == [want for _, want in counts], student
+        numbered_students += expected > 0
+    assert numbered_students == len(graded["autograded"]) - 1      # broken_json: nothing ran
+    honest = graded["autograded"]["honest_correct"]
+    assert max(c.get("execution_count") or 0 for c in honest.cells) == sum(
+        c.cell_type == "code" for c in honest.cells)
+
+
+@pytest.mark.slow
 def test_allocation_without_bound_is_a_memory_error_in_the_students_function(graded):
     nb = graded["autograded"]["allocate_forever"]
     test = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id")

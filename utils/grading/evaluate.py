@@ -33,6 +33,7 @@ from utils.grading.remote import GradingError, Session, StudentError
 from utils.grading.sandbox import SandboxDied
 
 MAX_OUTPUT_CHARS = 20_000
+NOT_RUN = "not run: "               # the grader's note on a cell it did not run
 
 
 
@@ -130,6 +131,22 @@ def _grading_error(reason: str) -> dict:
     return _error("GradingError", reason, [f"GradingError: {reason}"])
 
 
+def never_ran(outputs) -> bool:
+    """Whether a cell's outputs say only that the grader did not run it (``not run: ...``)."""
+    return (len(outputs) == 1 and outputs[0].get("ename") == "GradingError"
+            and str(outputs[0].get("evalue", "")).startswith(NOT_RUN))
+
+
+def number_cell(cell, count: int) -> None:
+    """Give a cell the grader ran its place in the run, as Jupyter numbers the cells it runs
+    (``In [3]:``, and ``Out[3]:`` on its result), so that a feedback page does not show the
+    student's cells as never run."""
+    cell.execution_count = count
+    for output in cell.outputs:
+        if output.get("output_type") == "execute_result":
+            output["execution_count"] = count
+
+
 def _cell_label(index: int, cell) -> str:
     return f"<cell {index}: {_nbgrader(cell).get('grade_id') or cell.get('id')}>"
 
@@ -196,6 +213,7 @@ class NotebookGrader:
             except GradingError as error:       # nothing of the student's ran yet
                 self._note_foreign()
                 raise SandboxDied(f"the sandbox could not start: {error}") from None
+            ran = 0
             for index, cell in enumerate(nb.cells):
                 self._note_foreign()
                 role = cell_role(cell)
@@ -207,6 +225,9 @@ class NotebookGrader:
                     cell.outputs = self._student(cell.source, label)
                 elif role == "test":
                     cell.outputs = self._test(cell.source, label.replace(" ", "_"))
+                if role in ("setup", "student", "test") and not never_ran(cell.outputs):
+                    ran += 1
+                    number_cell(cell, ran)
             self._note_foreign()
         finally:
             self.session.close()
@@ -249,7 +270,7 @@ class NotebookGrader:
             self.events.append(f"{label}: {error}")
             return [_error("SandboxStopped", str(error), [f"SandboxStopped: {error}"])]
         except GradingError as error:
-            return [_grading_error(f"not run: {error}")]
+            return [_grading_error(f"{NOT_RUN}{error}")]
         outputs = []
         for name in ("stdout", "stderr"):
             if reply.get(name):
