@@ -246,6 +246,15 @@ def test_stopped_work_has_a_readable_reason(graded, student, reason):
     assert first.cell_type == "markdown" and reason in first.source   # the student sees it too
 
 
+def test_only_a_cell_the_grader_did_not_run_counts_as_never_run():
+    from utils.grading.evaluate import NOT_RUN, _error, _grading_error, never_ran
+    assert never_ran([_grading_error(f"{NOT_RUN}the notebook's time budget is used up")])
+    assert not never_ran([])                                       # ran, printed nothing
+    assert not never_ran([_grading_error("the student's process sent an invalid value")])
+    assert not never_ran([_error("TimeoutError", "stopped", ["TimeoutError: stopped"])])
+    assert not never_ran([_grading_error(f"{NOT_RUN}x"), _grading_error(f"{NOT_RUN}y")])
+
+
 @pytest.mark.slow
 def test_the_cells_the_grader_ran_are_numbered_in_order(graded):
     """Every code cell the grader ran gets the next number (``In [n]:`` on the feedback page,

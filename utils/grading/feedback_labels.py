@@ -8,7 +8,7 @@ is loaded: each label becomes a call ``feedback_label("...")``, which the feedba
 In English every call gives back its own words, so an English page is byte for byte the stock
 page. Only the template's text changes: what a student wrote is data the template renders, never
 part of its source. A label the template no longer has (another nbgrader) stays English, and
-``tests/test_grading_feedback_html.py`` names it.
+``tests/test_grading_feedback_language.py`` names it.
 """
 
 import functools
@@ -45,7 +45,8 @@ def feedback_template() -> pathlib.Path:
     """nbgrader's feedback template (found without importing nbgrader)."""
     spec = importlib.util.find_spec("nbgrader")
     package = pathlib.Path(next(iter(spec.submodule_search_locations)))
-    return package / "server_extensions" / "formgrader" / "templates" / "feedback" / "index.html.j2"
+    templates = package / "server_extensions" / "formgrader" / "templates"
+    return templates / "feedback" / "index.html.j2"
 
 
 def _call(label: str) -> str:
