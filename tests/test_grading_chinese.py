@@ -94,7 +94,7 @@ def test_a_chinese_feedback_page_speaks_chinese(chinese_class, grading_cli):
     """The feedback a student of the Chinese class receives: the page's own labels, its language
     and the comment that stands for the hidden tests are Chinese; no hidden test shows."""
     from utils.grading.feedback import PLACEHOLDER, find_leaks, html_text, split_hidden
-    from utils.grading.feedback_labels import label_in
+    from utils.grading.student_text import in_language
     course, _ = chinese_class
     assignment = ASSIGNMENTS[0]
     grading_cli.run("feedback", "--chapter", assignment, "--student", CORRECT, course=course)
@@ -102,7 +102,7 @@ def test_a_chinese_feedback_page_speaks_chinese(chinese_class, grading_cli):
     text = html_text(page)
     assert '<html lang="zh-CN">' in page
     for label in ("Score: ", "Test cell", "Grade cell: ", "(Top)", PLACEHOLDER):
-        assert label_in("zh-CN", label) != label and label_in("zh-CN", label) in text, label
+        assert in_language("zh-CN", label) != label and in_language("zh-CN", label) in text, label
         assert label not in text, f"{label!r} is still English on the page"
     teacher = nbformat.read(CHAPTERS / assignment / "exercises.zh-CN.ipynb", 4)
     hidden = [line for cell in teacher.cells if cell.cell_type == "code"

@@ -15,7 +15,8 @@ from conftest import CHAPTERS
 from test_grading_inert import course_config, render  # noqa: F401 - the course's page set-up
 from utils.grading import feedback_labels
 from utils.grading.feedback import PLACEHOLDER, RedactHiddenTests, html_text
-from utils.grading.feedback_labels import LABELS, feedback_template, label_in, relabel
+from utils.grading.feedback_labels import LABELS, feedback_template, relabel
+from utils.grading.student_text import in_language
 
 ENGLISH_LABELS = [label for _before, label, _after, _count in LABELS]
 # What the student typed into an answer cell: the words of two labels, which must stay.
@@ -65,11 +66,11 @@ def test_a_chinese_page_speaks_chinese(course_config):
     page = render(course_config, "feedback", graded("zh-CN"), late_penalty=1.0)
     assert '<html lang="zh-CN">' in page
     for label in ENGLISH_LABELS:
-        chinese = label_in("zh-CN", label)
+        chinese = in_language("zh-CN", label)
         assert chinese != label, f"{label!r} has no Chinese in utils.po"
     for label in ("Score: ", "Test cell", "Late submission penalty", "(Top)", "Student's answer",
                   "Comments:"):
-        assert label_in("zh-CN", label) in page, f"{label!r} is not on the Chinese page"
+        assert in_language("zh-CN", label) in page, f"{label!r} is not on the Chinese page"
     # The English words left on the page are the student's own, where the student wrote them.
     text = html_text(page)
     answers = sum(STUDENT_WORDS in cell.source for cell in graded("zh-CN").cells)
@@ -84,7 +85,7 @@ def test_the_hidden_tests_comment_speaks_the_submissions_language():
         nb = nbformat.read(CHAPTERS / "03_scoring_functions" / name, as_version=4)
         nb, _ = RedactHiddenTests().preprocess(nb, {})
         sources = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
-        expected = label_in(language, PLACEHOLDER)
+        expected = in_language(language, PLACEHOLDER)
         assert "BEGIN HIDDEN TESTS" not in sources and expected in sources, language
         assert (language == "en") == (expected == PLACEHOLDER)
 

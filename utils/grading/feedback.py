@@ -13,8 +13,7 @@ import re
 from nbgrader import utils as nbgrader_utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from utils.grading.feedback_labels import label_in
-from utils.grading.student_text import _, notebook_language
+from utils.grading.student_text import _, in_language, notebook_language
 
 BEGIN_HIDDEN = "BEGIN HIDDEN TESTS"
 END_HIDDEN = "END HIDDEN TESTS"
@@ -82,7 +81,7 @@ class RedactHiddenTests(NbGraderPreprocessor):
     placeholder = PLACEHOLDER
 
     def preprocess(self, nb, resources):
-        self.placeholder = label_in(notebook_language(nb), PLACEHOLDER)
+        self.placeholder = in_language(notebook_language(nb), PLACEHOLDER)
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, cell_index):

@@ -21,8 +21,8 @@ from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.exporters.html import WidgetsDataTypeFilter
 from nbconvert.filters.highlight import Highlight2HTML
 
-from utils.grading.feedback_labels import RelabellingLoader, html_lang, label_in
-from utils.grading.student_text import notebook_language
+from utils.grading.feedback_labels import RelabellingLoader, html_lang
+from utils.grading.student_text import in_language, notebook_language
 from utils.i18n import ENGLISH
 
 # What nbconvert's last pass acts on: <img> elements, and cells inside a .jp-Notebook element.
@@ -40,7 +40,7 @@ class FeedbackHTMLExporter(HTMLExporter):
     def _create_environment(self):
         environment = super()._create_environment()
         environment.loader = RelabellingLoader(environment.loader, self.log)
-        environment.globals["feedback_label"] = lambda label: label_in(self.page_language, label)
+        environment.globals["feedback_label"] = lambda label: in_language(self.page_language, label)
         environment.globals["feedback_html_lang"] = lambda: html_lang(self.page_language)
         return environment
 

@@ -19,7 +19,7 @@ import re
 from jinja2 import BaseLoader
 
 from utils.grading.student_text import _
-from utils.i18n import ENGLISH, LANGUAGES, _translations
+from utils.i18n import ENGLISH, LANGUAGES
 
 # (text before, label, text after) as nbgrader's feedback template has them, and how often.
 LABELS = (
@@ -72,13 +72,6 @@ def relabel(source: str) -> tuple:
     # One pass over the source: a call written in is never matched again.
     source = _pattern().sub(lambda match: replacement[match.group(0)], source)
     return source.replace(HTML_ELEMENT, HTML_ELEMENT_WITH_LANGUAGE, 1), missing
-
-
-def label_in(language: str, label: str) -> str:
-    """One of the template's labels in ``language`` (itself in English, or untranslated)."""
-    if language == ENGLISH or language not in LANGUAGES:
-        return label
-    return _translations(language).get(label, label)
 
 
 def html_lang(language: str) -> str:

@@ -136,7 +136,11 @@ def notebook_language(nb) -> str:
     return ENGLISH
 
 
-def _gettext(language: str, message: str) -> str:
+def in_language(language: str, message: str) -> str:
+    """One of the grader's fixed messages in ``language`` (itself in English, in a language the
+    course does not speak, or where it has no translation)."""
+    if language == ENGLISH or language not in LANGUAGES:
+        return message
     return _translations(language).get(message, message)
 
 
@@ -164,14 +168,14 @@ def _translate(text: str, language: str, depth: int) -> str:
         if "reason" in fields:
             fields["reason"] = _translate(fields["reason"], language, depth - 1)
         try:
-            return _gettext(language, template).format(**fields)
+            return in_language(language, template).format(**fields)
         except (KeyError, IndexError, ValueError):
             return text
     return text
 
 
 def notes_title(language: str) -> str:
-    return NOTES_TITLE if language == ENGLISH else _gettext(language, NOTES_TITLE)
+    return in_language(language, NOTES_TITLE)
 
 
 def translate_outputs(nb, language: str) -> None:
@@ -190,13 +194,13 @@ def translate_outputs(nb, language: str) -> None:
             elif output.get("output_type") == "stream" and isinstance(output.get("text"), str):
                 match = TRUNCATED.search(output["text"])
                 if match:
-                    output["text"] = (output["text"][:match.start()] + "\n" + _gettext(
+                    output["text"] = (output["text"][:match.start()] + "\n" + in_language(
                         language, MORE_CHARACTERS).format(count=match.group(1)))
 
 
 def _traceback_line(line, ename, language: str):
     if line == CALLED_YOUR_CODE_LINE:
-        return _gettext(language, CALLED_YOUR_CODE_LINE)
+        return in_language(language, CALLED_YOUR_CODE_LINE)
     prefix = f"{ename}: "
     if ename in GRADER_ERRORS and isinstance(line, str) and line.startswith(prefix):
         return prefix + translate(line[len(prefix):], language)
